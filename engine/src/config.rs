@@ -1,0 +1,263 @@
+//! Configuration: where data lives, which embedder, and every tunable of §3–§4.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use recall_indexer::{Embedder, ScanConfig};
+use serde::Serialize;
+
+use crate::clock::{Clock, SystemClock};
+use crate::memory::Kind;
+
+/// Where the embedder comes from.
+#[derive(Clone, Default)]
+pub enum ModelSource {
+    /// all-MiniLM-L6-v2 from the first of: `$RECALL_MODEL_DIR`, `./models`,
+    /// `models/` beside the executable, the source tree's `models/`. When none
+    /// holds the files the engine runs lexical-only and logs it once.
+    #[default]
+    Default,
+    /// all-MiniLM-L6-v2 from this directory; missing files are an error.
+    Dir(PathBuf),
+    /// No embedder: lexical-only recall, text-equality dedup.
+    None,
+    /// A caller-supplied embedder.
+    Custom(Arc<dyn Embedder>),
+}
+
+impl std::fmt::Debug for ModelSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ModelSource::Default => f.write_str("Default"),
+            ModelSource::Dir(p) => write!(f, "Dir({})", p.display()),
+            ModelSource::None => f.write_str("None"),
+            ModelSource::Custom(e) => write!(f, "Custom({})", e.name()),
+        }
+    }
+}
+
+/// How raw BM25 scores become `b` ∈ [0, 1] (§4.3).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Bm25Normalization {
+    /// `b = s / (s + k)`, independent of the other candidates (default, k = 10).
+    Saturation {
+        /// The half-saturation score `k`.
+        k: f32,
+    },
+    /// `b = s / max(s)` over the candidates (research only: breaks abstention).
+    MaxOfQuery,
+    /// `(s − min) / (max − min)` over the candidates (research only).
+    MinMax,
+}
+
+/// Weight of each kind in the score (§4.5).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct KindWeights {
+    /// Default 3.0.
+    pub pitfall: f32,
+    /// Default 2.0.
+    pub convention: f32,
+    /// Default 1.5.
+    pub note: f32,
+    /// Default 1.0.
+    pub session_outcome: f32,
+    /// Default 2.0.
+    pub preference: f32,
+    /// Default 1.5.
+    pub fact: f32,
+    /// Default 1.0.
+    pub episode: f32,
+}
+
+impl Default for KindWeights {
+    fn default() -> Self {
+        KindWeights {
+            pitfall: 3.0,
+            convention: 2.0,
+            note: 1.5,
+            session_outcome: 1.0,
+            preference: 2.0,
+            fact: 1.5,
+            episode: 1.0,
+        }
+    }
+}
+
+impl KindWeights {
+    /// The weight of `kind`.
+    pub fn of(&self, kind: Kind) -> f32 {
+        match kind {
+            Kind::Pitfall => self.pitfall,
+            Kind::Convention => self.convention,
+            Kind::Note => self.note,
+            Kind::SessionOutcome => self.session_outcome,
+            Kind::Preference => self.preference,
+            Kind::Fact => self.fact,
+            Kind::Episode => self.episode,
+        }
+    }
+}
+
+/// The recall scorer's tunables (§4). Defaults are the spec's.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ScoringConfig {
+    /// Weight of the vector similarity in relevance. Default 0.55.
+    pub vector_weight: f32,
+    /// Weight of the normalized BM25 score in relevance. Default 0.45.
+    pub lexical_weight: f32,
+    /// BM25 normalization. Default saturation with k = 10.
+    pub bm25: Bm25Normalization,
+    /// Candidates taken from each of the vector and BM25 stages. Default 100.
+    pub candidate_pool: usize,
+    /// Relevance below this is dropped; nothing left means abstain. Default 0.30.
+    pub min_relevance: f32,
+    /// Kind weights.
+    pub kind_weights: KindWeights,
+    /// Decay half-life in days (stretched by stability). Default 45.
+    pub half_life_days: f64,
+    /// Floor of the decay multiplier. Default 0.6.
+    pub decay_floor: f32,
+    /// Cap of the usage boost. Default 1.8.
+    pub usage_cap: f32,
+    /// Multiplier for memories dealt often and never cited. Default 0.75.
+    pub ignored_penalty: f32,
+    /// Impressions without citation that make a memory "ignored". Default 5.
+    pub ignored_after: u32,
+    /// Multiplier for memories on a drifted element. Default 0.6.
+    pub drift_factor: f32,
+    /// Half-life in days of an inferred memory's confidence. Default 30.
+    pub inferred_half_life_days: f64,
+    /// Inferred memories below this confidence leave recall. Default 0.3.
+    pub min_confidence: f32,
+    /// Nearest-neighbour scan settings.
+    #[serde(skip)]
+    pub scan: ScanConfig,
+}
+
+impl Default for ScoringConfig {
+    fn default() -> Self {
+        ScoringConfig {
+            vector_weight: 0.55,
+            lexical_weight: 0.45,
+            bm25: Bm25Normalization::Saturation { k: 10.0 },
+            candidate_pool: 100,
+            min_relevance: 0.30,
+            kind_weights: KindWeights::default(),
+            half_life_days: 45.0,
+            decay_floor: 0.6,
+            usage_cap: 1.8,
+            ignored_penalty: 0.75,
+            ignored_after: 5,
+            drift_factor: 0.6,
+            inferred_half_life_days: 30.0,
+            min_confidence: 0.3,
+            scan: ScanConfig::default(),
+        }
+    }
+}
+
+/// The write path's tunables (§3).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WriteConfig {
+    /// Cosine at or above which a write confirms the existing memory. Default 0.94.
+    pub dedup_threshold: f32,
+    /// Cosine at or above which a stored memory reports its neighbour. Default 0.82.
+    pub similar_threshold: f32,
+    /// Longest content accepted, in bytes. Default 16 KiB.
+    pub max_content_bytes: usize,
+    /// Records buffered in the write-ahead log before a table flush. Default 1,024.
+    pub flush_every: usize,
+}
+
+impl Default for WriteConfig {
+    fn default() -> Self {
+        WriteConfig {
+            dedup_threshold: 0.94,
+            similar_threshold: 0.82,
+            max_content_bytes: 16 * 1024,
+            flush_every: 1024,
+        }
+    }
+}
+
+/// Everything [`crate::Engine::open`] needs.
+///
+/// ```
+/// use recall::{Config, ModelSource};
+/// let config = Config::new("./recall-data").model(ModelSource::None);
+/// assert_eq!(config.scoring.vector_weight, 0.55);
+/// assert_eq!(config.write.dedup_threshold, 0.94);
+/// ```
+#[derive(Clone)]
+pub struct Config {
+    /// The data directory. Default `./recall-data`.
+    pub data_dir: PathBuf,
+    /// The embedder.
+    pub model: ModelSource,
+    /// Recall tunables.
+    pub scoring: ScoringConfig,
+    /// Write tunables.
+    pub write: WriteConfig,
+    /// The clock (inject a [`crate::FixedClock`] for replays and tests).
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Config {
+    /// Defaults with the given data directory.
+    pub fn new(data_dir: impl Into<PathBuf>) -> Config {
+        Config {
+            data_dir: data_dir.into(),
+            model: ModelSource::Default,
+            scoring: ScoringConfig::default(),
+            write: WriteConfig::default(),
+            clock: Arc::new(SystemClock),
+        }
+    }
+
+    /// Sets the embedder source.
+    pub fn model(mut self, model: ModelSource) -> Self {
+        self.model = model;
+        self
+    }
+
+    /// Sets the clock.
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Sets the scoring tunables.
+    pub fn scoring(mut self, scoring: ScoringConfig) -> Self {
+        self.scoring = scoring;
+        self
+    }
+
+    /// Sets the write tunables.
+    pub fn write(mut self, write: WriteConfig) -> Self {
+        self.write = write;
+        self
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config::new("./recall-data")
+    }
+}
+
+/// The model directories tried by [`ModelSource::Default`], in order.
+pub fn default_model_dirs() -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    if let Some(dir) = std::env::var_os("RECALL_MODEL_DIR") {
+        dirs.push(PathBuf::from(dir));
+    }
+    dirs.push(PathBuf::from("models"));
+    if let Ok(exe) = std::env::current_exe() {
+        if let Some(parent) = exe.parent() {
+            dirs.push(parent.join("models"));
+        }
+    }
+    dirs.push(PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../models")));
+    dirs
+}

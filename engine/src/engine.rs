@@ -1,0 +1,660 @@
+//! The engine: open, write, read, change. Recall lives in [`crate::recall`].
+
+use std::collections::HashSet;
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use ndarray::Array2;
+use rayon::prelude::*;
+use recall_indexer::{
+    embed_checked, normalized, Embedder, EventRow, FastEmbedder, LexicalSearcher, MemoryRow,
+    Record, Store, StoreOptions, DEFAULT_DIM,
+};
+use serde::Serialize;
+use uuid::Uuid;
+
+use crate::config::{default_model_dirs, Config, ModelSource};
+use crate::error::{Error, Result};
+use crate::memory::{Memory, NewMemory, Remembered, Similar, Source};
+use crate::recall::RecallBuilder;
+use crate::state::{op, to_ms, State, TenantState};
+use crate::validate;
+
+/// The recall engine. Cheap to clone (`Arc` inside), `Send + Sync`; share one
+/// per data directory across tasks.
+///
+/// ```
+/// use recall::{Config, Engine, Kind, ModelSource, NewMemory};
+/// # tokio::runtime::Runtime::new()?.block_on(async {
+/// let dir = tempfile::tempdir()?;
+/// let engine = Engine::open(Config::new(dir.path()).model(ModelSource::None)).await?;
+/// let id = engine
+///     .remember(NewMemory::new("acme", "org", Kind::Pitfall, "The billing cron job fails on leap days"))
+///     .await?
+///     .id();
+/// let result = engine.recall("acme", "billing cron leap day").read(["org"]).execute().await?;
+/// assert_eq!(result.hits[0].memory.id, id);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct Engine {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) config: Config,
+    pub(crate) embedder: Option<Arc<dyn Embedder>>,
+    pub(crate) state: RwLock<State>,
+    pub(crate) store: tokio::sync::Mutex<Store>,
+    pub(crate) lexical: LexicalSearcher,
+    pub(crate) dim: usize,
+}
+
+/// Counts for `recall status`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Status {
+    /// The embedder in use, if any.
+    pub embedder: Option<String>,
+    /// Tenants with at least one memory.
+    pub tenants: usize,
+    /// Memories of every state.
+    pub memories: usize,
+    /// Active (neither forgotten nor superseded) memories.
+    pub active: usize,
+    /// Memories stored without a vector.
+    pub without_vector: usize,
+    /// Writes acknowledged but not yet flushed from the log to the tables.
+    pub pending_in_log: usize,
+}
+
+fn resolve_embedder(model: &ModelSource) -> Result<Option<Arc<dyn Embedder>>> {
+    match model {
+        ModelSource::None => Ok(None),
+        ModelSource::Custom(e) => Ok(Some(e.clone())),
+        ModelSource::Dir(dir) => Ok(Some(Arc::new(FastEmbedder::from_dir(dir)?))),
+        ModelSource::Default => {
+            match default_model_dirs()
+                .into_iter()
+                .find(|d| d.join("model.onnx").exists())
+            {
+                Some(dir) => Ok(Some(Arc::new(FastEmbedder::from_dir(&dir)?))),
+                None => {
+                    tracing::warn!(
+                        "no embedding model found (run scripts/setup.sh); recall is lexical-only \
+                         and new memories get vectors once a model is configured"
+                    );
+                    Ok(None)
+                }
+            }
+        }
+    }
+}
+
+impl Engine {
+    /// Opens (or creates) the data directory, loads the model, replays the
+    /// write-ahead log and folds the tables into memory.
+    pub async fn open(config: Config) -> Result<Engine> {
+        let model = config.model.clone();
+        let embedder = tokio::task::spawn_blocking(move || resolve_embedder(&model))
+            .await
+            .map_err(|e| Error::Task(e.to_string()))??;
+        let dim = embedder.as_ref().map_or(DEFAULT_DIM, |e| e.dim());
+        let mut options = StoreOptions::new(&config.data_dir, dim);
+        options.flush_every = config.write.flush_every.max(1);
+        let (store, recovered) = Store::open(options).await?;
+
+        let mut state = State::new(dim);
+        let mut events = recovered.events.into_iter().peekable();
+        for row in recovered.memories {
+            while let Some(e) = events.next_if(|e| e.seq < row.seq) {
+                state.apply_event(&e);
+            }
+            state.apply_memory(row);
+        }
+        for e in events {
+            state.apply_event(&e);
+        }
+        let lexical = store.lexical();
+        tracing::info!(
+            dir = %config.data_dir.display(),
+            replayed = recovered.replayed,
+            embedder = embedder.as_ref().map(|e| e.name().to_string()),
+            "recall engine open"
+        );
+        Ok(Engine {
+            inner: Arc::new(Inner {
+                config,
+                embedder,
+                state: RwLock::new(state),
+                store: tokio::sync::Mutex::new(store),
+                lexical,
+                dim,
+            }),
+        })
+    }
+
+    /// The configuration it was opened with.
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    /// The embedder, if one is configured.
+    pub fn embedder(&self) -> Option<&Arc<dyn Embedder>> {
+        self.inner.embedder.as_ref()
+    }
+
+    pub(crate) fn read_state(&self) -> Result<RwLockReadGuard<'_, State>> {
+        self.inner
+            .state
+            .read()
+            .map_err(|_| Error::Task("state lock poisoned".into()))
+    }
+
+    fn write_state(&self) -> Result<RwLockWriteGuard<'_, State>> {
+        self.inner
+            .state
+            .write()
+            .map_err(|_| Error::Task("state lock poisoned".into()))
+    }
+
+    /// Embeds texts off the async threads.
+    pub(crate) async fn embed(&self, texts: Vec<String>) -> Result<Option<Vec<Vec<f32>>>> {
+        let Some(embedder) = self.inner.embedder.clone() else {
+            return Ok(None);
+        };
+        if texts.is_empty() {
+            return Ok(Some(Vec::new()));
+        }
+        let vectors = tokio::task::spawn_blocking(move || {
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            embed_checked(embedder.as_ref(), &refs)
+        })
+        .await
+        .map_err(|e| Error::Task(e.to_string()))??;
+        Ok(Some(vectors))
+    }
+
+    /// Writes one memory (§3): validated, embedded, deduplicated (cosine ≥
+    /// 0.94 confirms the existing memory instead), durable before it returns.
+    pub async fn remember(&self, memory: NewMemory) -> Result<Remembered> {
+        let mut out = self.remember_many(vec![memory]).await?;
+        out.pop()
+            .ok_or_else(|| Error::Task("remember produced no outcome".into()))
+    }
+
+    /// Writes a batch with the same rules as [`Engine::remember`], one outcome
+    /// per input in order. Items later in the batch deduplicate against
+    /// earlier ones. The batch is validated whole first (one bad item fails
+    /// it and nothing is written) and is durable as one unit.
+    pub async fn remember_many(&self, memories: Vec<NewMemory>) -> Result<Vec<Remembered>> {
+        let now = self.inner.config.clock.now();
+        let mut items = memories;
+        for item in &mut items {
+            self.validate_new(item)?;
+        }
+        let to_embed: Vec<usize> = items
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.vector.is_none())
+            .map(|(i, _)| i)
+            .collect();
+        let texts = to_embed.iter().map(|i| items[*i].content.clone()).collect();
+        if let Some(vectors) = self.embed(texts).await? {
+            for (i, v) in to_embed.into_iter().zip(vectors) {
+                items[i].vector = Some(v);
+            }
+        }
+
+        let mut store = self.inner.store.lock().await;
+        let (records, outcomes) = {
+            let state = self.read_state()?;
+            self.decide(&state, items, now)?
+        };
+        let written = store.append(records).await?;
+        let mut state = self.write_state()?;
+        for record in written {
+            match record {
+                Record::Memory(row) => state.apply_memory(row),
+                Record::Event(event) => state.apply_event(&event),
+            }
+        }
+        Ok(outcomes)
+    }
+
+    fn validate_new(&self, m: &mut NewMemory) -> Result<()> {
+        validate::scope_name("tenant", &m.tenant)?;
+        validate::scope_name("bank", &m.bank)?;
+        validate::content(&m.content, self.inner.config.write.max_content_bytes)?;
+        validate::confidence(m.confidence)?;
+        if m.source == Source::Explicit && m.confidence < 1.0 {
+            // Explicit memories are certain by definition (§2).
+            m.confidence = 1.0;
+        }
+        if let Some(title) = &m.title {
+            validate::label("title", title)?;
+        }
+        for element in &m.elements {
+            validate::label("element", element)?;
+        }
+        if let Some(s) = &m.supersedes {
+            validate::label("supersedes", s)?;
+        }
+        if let Some(v) = m.vector.take() {
+            m.vector = Some(normalized(v, self.inner.dim).map_err(|e| Error::InvalidInput {
+                field: "vector",
+                reason: e.to_string(),
+            })?);
+        }
+        Ok(())
+    }
+
+    /// The write policy: supersession, title uniqueness, dedup and the similar band.
+    fn decide(
+        &self,
+        state: &State,
+        items: Vec<NewMemory>,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<(Vec<Record>, Vec<Remembered>)> {
+        struct Fresh {
+            id: Uuid,
+            batch_index: usize,
+            tenant: String,
+            bank: String,
+            title: Option<String>,
+            vector: Option<Vec<f32>>,
+            folded: String,
+        }
+        let write = &self.inner.config.write;
+        let scan = self.inner.config.scoring.scan;
+        let folded: Vec<String> = items
+            .iter()
+            .map(|m| validate::normalized_text(&m.content))
+            .collect();
+        // Neighbours already in the store, for every item at once.
+        let store_near: Vec<Vec<(Uuid, Option<String>, f32)>> = items
+            .par_iter()
+            .zip(folded.par_iter())
+            .map(|(item, folded)| match state.tenant(&item.tenant) {
+                Some(t) => self.near_in_tenant(t, item, folded, scan),
+                None => Vec::new(),
+            })
+            .collect();
+        // Cosines between the batch's own items: one matrix product.
+        let gram = batch_gram(&items, self.inner.dim);
+        let mut records = Vec::with_capacity(items.len());
+        let mut outcomes = Vec::with_capacity(items.len());
+        let mut fresh: Vec<Fresh> = Vec::new();
+        let mut batch_titles: HashSet<(String, String)> = HashSet::new();
+        for ((index, item), mut near) in items.into_iter().enumerate().zip(store_near) {
+            let tenant = state.tenant(&item.tenant);
+            let observed = item.observed_at.unwrap_or(now);
+            let superseded = match (&item.supersedes, tenant) {
+                (None, _) => None,
+                (Some(key), Some(t)) => {
+                    let index = t.resolve(key).ok_or_else(|| Error::NotFound(key.clone()))?;
+                    let old = &t.memories[index];
+                    if !old.is_active() {
+                        return Err(Error::Conflict {
+                            id: old.id,
+                            reason: "is not active and cannot be superseded".into(),
+                        });
+                    }
+                    Some(old)
+                }
+                (Some(key), None) => return Err(Error::NotFound(key.clone())),
+            };
+            if let Some(title) = &item.title {
+                if let Some(holder) = tenant.and_then(|t| t.titles.get(title).map(|i| &t.memories[*i])) {
+                    if superseded.map(|s| s.id) != Some(holder.id) {
+                        return Err(Error::TitleTaken {
+                            title: title.clone(),
+                            id: holder.id,
+                        });
+                    }
+                }
+                if !batch_titles.insert((item.tenant.clone(), title.clone())) {
+                    return Err(Error::invalid("title", format!("`{title}` appears twice in the batch")));
+                }
+            }
+            for f in fresh.iter().filter(|f| f.tenant == item.tenant && f.bank == item.bank) {
+                let cos = match (&item.vector, &f.vector, &gram) {
+                    (Some(_), Some(_), Some(g)) => Some(g[[index, f.batch_index]]),
+                    (Some(a), Some(b), None) => Some(a.iter().zip(b).map(|(x, y)| x * y).sum()),
+                    _ => (f.folded == folded[index]).then_some(1.0),
+                };
+                if let Some(cos) = cos {
+                    near.push((f.id, f.title.clone(), cos));
+                }
+            }
+            near.sort_by(|a, b| b.2.total_cmp(&a.2));
+
+            if superseded.is_none() {
+                if let Some((id, _, cos)) = near.first().filter(|n| n.2 >= write.dedup_threshold) {
+                    records.push(Record::Event(EventRow {
+                        seq: 0,
+                        tenant: item.tenant.clone(),
+                        memory_id: id.to_string(),
+                        op: op::CONFIRM.to_string(),
+                        at_ms: to_ms(observed),
+                        arg: None,
+                    }));
+                    outcomes.push(Remembered::Deduplicated {
+                        id: *id,
+                        cosine: *cos,
+                    });
+                    continue;
+                }
+            }
+            let similar_to: Vec<Similar> = near
+                .iter()
+                .filter(|n| n.2 >= write.similar_threshold && n.2 < write.dedup_threshold)
+                .filter(|n| superseded.map(|s| s.id) != Some(n.0))
+                .take(5)
+                .map(|(id, title, cos)| Similar {
+                    id: *id,
+                    title: title.clone(),
+                    cosine: *cos,
+                })
+                .collect();
+            let id = Uuid::now_v7();
+            let elements = match superseded {
+                Some(old) if item.elements.is_empty() => old.row.elements.clone(),
+                _ => item.elements.clone(),
+            };
+            records.push(Record::Memory(MemoryRow {
+                seq: 0,
+                id: id.to_string(),
+                tenant: item.tenant.clone(),
+                bank: item.bank.clone(),
+                kind: item.kind.as_str().to_string(),
+                title: item.title.clone(),
+                content: item.content.clone(),
+                elements,
+                source: item.source.as_str().to_string(),
+                trust: item.trust.as_str().to_string(),
+                agent: item.agent.clone(),
+                session_id: item.session_id.clone(),
+                confidence: item.confidence,
+                observed_at_ms: to_ms(observed),
+                created_at_ms: to_ms(now),
+                expires_at_ms: item.expires_at.map(to_ms),
+                supersedes: superseded.map(|s| s.id.to_string()),
+                vector: item.vector.clone(),
+            }));
+            fresh.push(Fresh {
+                id,
+                batch_index: index,
+                tenant: item.tenant,
+                bank: item.bank,
+                title: item.title,
+                vector: item.vector.clone(),
+                folded: folded[index].clone(),
+            });
+            outcomes.push(Remembered::Stored { id, similar_to });
+        }
+        Ok((records, outcomes))
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn near_in_tenant(
+        &self,
+        t: &TenantState,
+        item: &NewMemory,
+        folded: &str,
+        scan: recall_indexer::ScanConfig,
+    ) -> Vec<(Uuid, Option<String>, f32)> {
+        let same_scope = |i: usize| {
+            let m = &t.memories[i];
+            m.is_active() && m.row.bank == item.bank
+        };
+        let mut near: Vec<(Uuid, Option<String>, f32)> = match &item.vector {
+            Some(v) => t
+                .vectors
+                .nearest(v, 6, scan, same_scope)
+                .into_iter()
+                .map(|(i, cos)| (t.memories[i].id, t.memories[i].row.title.clone(), cos))
+                .collect(),
+            None => Vec::new(),
+        };
+        // Memories without vectors (written before a model was configured)
+        // still deduplicate by text.
+        near.extend(
+            t.memories
+                .iter()
+                .enumerate()
+                .filter(|(i, m)| {
+                    (item.vector.is_none() || m.vector_row.is_none())
+                        && same_scope(*i)
+                        && m.folded == folded
+                })
+                .map(|(_, m)| (m.id, m.row.title.clone(), 1.0)),
+        );
+        near
+    }
+
+    async fn append_event(&self, tenant: &str, id: Uuid, op: &str, arg: Option<String>) -> Result<()> {
+        let now = self.inner.config.clock.now();
+        let mut store = self.inner.store.lock().await;
+        let event = EventRow {
+            seq: 0,
+            tenant: tenant.to_string(),
+            memory_id: id.to_string(),
+            op: op.to_string(),
+            at_ms: to_ms(now),
+            arg,
+        };
+        let written = store.append(vec![Record::Event(event)]).await?;
+        let mut state = self.write_state()?;
+        for record in written {
+            if let Record::Event(e) = record {
+                state.apply_event(&e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks the tenant and finds a memory by id in it.
+    fn lookup(&self, tenant: &str, id: Uuid) -> Result<Memory> {
+        validate::scope_name("tenant", tenant)?;
+        let state = self.read_state()?;
+        state
+            .tenant(tenant)
+            .and_then(|t| t.get(&id))
+            .map(|m| m.view())
+            .ok_or_else(|| Error::NotFound(id.to_string()))
+    }
+
+    /// Someone checked it and it still holds: `confirmations += 1`,
+    /// `last_confirmed_at = now` (§6).
+    pub async fn confirm(&self, tenant: &str, id: Uuid) -> Result<Memory> {
+        self.lookup(tenant, id)?;
+        self.append_event(tenant, id, op::CONFIRM, None).await?;
+        self.lookup(tenant, id)
+    }
+
+    /// Soft delete: leaves recall, stays in `get`/`history` (§6).
+    pub async fn forget(&self, tenant: &str, id: Uuid) -> Result<Memory> {
+        let m = self.lookup(tenant, id)?;
+        if m.forgotten {
+            return Ok(m);
+        }
+        self.append_event(tenant, id, op::FORGET, None).await?;
+        self.lookup(tenant, id)
+    }
+
+    /// Marks `old` as replaced by `new` (both existing, same tenant): `old`
+    /// leaves recall and keeps `superseded_by` in history (§3.6, §6).
+    /// (Element inheritance applies when superseding at write time, via
+    /// [`NewMemory::supersedes`]; stored rows are never rewritten.)
+    pub async fn supersede(&self, tenant: &str, old: Uuid, new: Uuid) -> Result<Memory> {
+        let old_memory = self.lookup(tenant, old)?;
+        let new_memory = self.lookup(tenant, new)?;
+        if old == new {
+            return Err(Error::invalid("supersede", "a memory cannot supersede itself"));
+        }
+        if !old_memory.is_active() {
+            return Err(Error::Conflict {
+                id: old,
+                reason: "is not active and cannot be superseded".into(),
+            });
+        }
+        if !new_memory.is_active() {
+            return Err(Error::Conflict {
+                id: new,
+                reason: "is not active and cannot supersede".into(),
+            });
+        }
+        self.append_event(tenant, old, op::SUPERSEDED_BY, Some(new.to_string()))
+            .await?;
+        self.lookup(tenant, old)
+    }
+
+    /// One memory of the tenant, in any state.
+    pub async fn get(&self, tenant: &str, id: Uuid) -> Result<Memory> {
+        self.lookup(tenant, id)
+    }
+
+    /// The supersession chain through `id`, oldest first.
+    pub async fn history(&self, tenant: &str, id: Uuid) -> Result<Vec<Memory>> {
+        let start = self.lookup(tenant, id)?;
+        let state = self.read_state()?;
+        let Some(t) = state.tenant(tenant) else {
+            return Err(Error::NotFound(id.to_string()));
+        };
+        let mut chain = vec![start.clone()];
+        let mut seen: HashSet<Uuid> = HashSet::from([start.id]);
+        let mut back = start.supersedes;
+        while let Some(prev) = back.and_then(|p| t.get(&p)) {
+            if !seen.insert(prev.id) {
+                break;
+            }
+            let view = prev.view();
+            back = view.supersedes;
+            chain.insert(0, view);
+        }
+        let mut forward = start.superseded_by;
+        while let Some(next) = forward.and_then(|n| t.get(&n)) {
+            if !seen.insert(next.id) {
+                break;
+            }
+            let view = next.view();
+            forward = view.superseded_by;
+            chain.push(view);
+        }
+        Ok(chain)
+    }
+
+    /// The tenant's active memories (optionally of one bank), oldest first.
+    pub async fn list(&self, tenant: &str, bank: Option<&str>) -> Result<Vec<Memory>> {
+        validate::scope_name("tenant", tenant)?;
+        if let Some(b) = bank {
+            validate::scope_name("bank", b)?;
+        }
+        let state = self.read_state()?;
+        Ok(state
+            .tenant(tenant)
+            .map(|t| {
+                t.memories
+                    .iter()
+                    .filter(|m| m.is_active() && bank.is_none_or(|b| m.row.bank == b))
+                    .map(|m| m.view())
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    /// Starts a recall in `tenant` (§4); see [`RecallBuilder`].
+    pub fn recall(&self, tenant: impl Into<String>, query: impl Into<String>) -> RecallBuilder {
+        RecallBuilder::new(self.clone(), tenant.into(), query.into())
+    }
+
+    /// Records that the given memories were dealt in a session (once per
+    /// memory per session).
+    pub(crate) async fn record_impressions(
+        &self,
+        tenant: &str,
+        session: &str,
+        ids: &[Uuid],
+    ) -> Result<()> {
+        let now = to_ms(self.inner.config.clock.now());
+        let mut store = self.inner.store.lock().await;
+        let events: Vec<Record> = {
+            let state = self.read_state()?;
+            let Some(t) = state.tenant(tenant) else {
+                return Ok(());
+            };
+            ids.iter()
+                .filter_map(|id| t.get(id))
+                .filter(|m| !m.sessions_dealt.contains(session))
+                .map(|m| {
+                    Record::Event(EventRow {
+                        seq: 0,
+                        tenant: tenant.to_string(),
+                        memory_id: m.id.to_string(),
+                        op: op::IMPRESSION.to_string(),
+                        at_ms: now,
+                        arg: Some(session.to_string()),
+                    })
+                })
+                .collect()
+        };
+        if events.is_empty() {
+            return Ok(());
+        }
+        let written = store.append(events).await?;
+        let mut state = self.write_state()?;
+        for record in written {
+            if let Record::Event(e) = record {
+                state.apply_event(&e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Counts for `recall status`.
+    pub async fn status(&self) -> Result<Status> {
+        let pending = self.inner.store.lock().await.pending();
+        let state = self.read_state()?;
+        let mut status = Status {
+            embedder: self.inner.embedder.as_ref().map(|e| e.name().to_string()),
+            tenants: state.tenants.len(),
+            memories: 0,
+            active: 0,
+            without_vector: 0,
+            pending_in_log: pending,
+        };
+        for t in state.tenants.values() {
+            status.memories += t.memories.len();
+            status.active += t.memories.iter().filter(|m| m.is_active()).count();
+            status.without_vector += t.memories.iter().filter(|m| m.vector_row.is_none()).count();
+        }
+        Ok(status)
+    }
+
+    /// Writes everything in the log to the tables now (not needed for
+    /// safety; the log is replayed at open).
+    pub async fn flush(&self) -> Result<()> {
+        self.inner.store.lock().await.flush().await?;
+        Ok(())
+    }
+}
+
+/// Largest batch whose pairwise cosines are computed as one matrix (64 MiB);
+/// bigger batches compare pairs one by one.
+const GRAM_LIMIT: usize = 4096;
+
+/// Pairwise cosines of the batch's vectors (items without one get zeros), or
+/// None when no item has a vector or the batch is too big for one matrix.
+fn batch_gram(items: &[NewMemory], dim: usize) -> Option<Array2<f32>> {
+    if items.len() < 2 || items.len() > GRAM_LIMIT || items.iter().all(|m| m.vector.is_none()) {
+        return None;
+    }
+    let mut matrix = Array2::<f32>::zeros((items.len(), dim));
+    for (mut row, item) in matrix.rows_mut().into_iter().zip(items) {
+        if let Some(v) = &item.vector {
+            row.iter_mut().zip(v).for_each(|(x, y)| *x = *y);
+        }
+    }
+    Some(matrix.dot(&matrix.t()))
+}

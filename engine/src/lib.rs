@@ -1,0 +1,67 @@
+//! recall: an embedded semantic recall engine for AI agents' long-term memory.
+//!
+//! Agents write short memories (pitfalls, conventions, notes, preferences,
+//! facts, episodes, session outcomes); later sessions ask what matters now and
+//! get a small ranked set, each hit with the breakdown of its score.
+//!
+//! # Brief overview
+//! - [`Engine`]: open a data directory, [`Engine::remember`] /
+//!   [`Engine::remember_many`], [`Engine::recall`] (a [`RecallBuilder`] ending
+//!   in `execute().await`), [`Engine::confirm`], [`Engine::supersede`],
+//!   [`Engine::forget`], [`Engine::get`], [`Engine::history`], [`Engine::list`].
+//! - [`NewMemory`] / [`Memory`]: the memory model; [`Remembered`] says whether a
+//!   write was stored (with near neighbours) or deduplicated into an existing memory.
+//! - [`Config`]: data directory, embedder ([`ModelSource`]), every tunable of
+//!   the write path ([`WriteConfig`]) and the scorer ([`ScoringConfig`]).
+//! - [`Breakdown`]: why a hit ranked where it did; the formula is in [`score`](crate::relevance).
+//!
+//! Storage is LanceDB (source of truth) behind a write-ahead log, BM25 is
+//! tantivy, embeddings are all-MiniLM-L6-v2 run locally (see `recall-indexer`).
+//!
+//! ```
+//! use recall::{Config, Engine, Kind, ModelSource, NewMemory, Remembered};
+//! # tokio::runtime::Runtime::new()?.block_on(async {
+//! let dir = tempfile::tempdir()?;
+//! let engine = Engine::open(Config::new(dir.path()).model(ModelSource::None)).await?;
+//! let first = engine
+//!     .remember(NewMemory::new("acme", "repo:api", Kind::Pitfall, "The gateway strips headers over 8 KB").element("ApiGateway"))
+//!     .await?;
+//! // The same text again confirms the first memory instead of storing a copy.
+//! let again = engine
+//!     .remember(NewMemory::new("acme", "repo:api", Kind::Pitfall, "the gateway strips headers over 8 KB!"))
+//!     .await?;
+//! assert!(matches!(again, Remembered::Deduplicated { id, .. } if id == first.id()));
+//! let result = engine.recall("acme", "gateway headers").read(["repo:api"]).execute().await?;
+//! assert_eq!(result.hits.len(), 1);
+//! assert_eq!(result.hits[0].memory.confirmations, 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # })?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![deny(missing_docs)]
+
+mod clock;
+mod config;
+mod engine;
+mod error;
+mod memory;
+mod recall;
+mod score;
+mod state;
+mod validate;
+
+pub use clock::{Clock, FixedClock, SystemClock};
+pub use config::{
+    default_model_dirs, Bm25Normalization, Config, KindWeights, ModelSource, ScoringConfig,
+    WriteConfig,
+};
+pub use engine::{Engine, Status};
+pub use error::{Error, Result};
+pub use memory::{Kind, Memory, NewMemory, Remembered, Similar, Source, Trust};
+pub use recall::{Hit, RecallBuilder, RecallResult};
+pub use score::{
+    decay_multiplier, drift_multiplier, effective_confidence, normalize_bm25, relevance,
+    usage_multiplier, Breakdown,
+};
+
+pub use recall_indexer::{Durability, Embedder, FastEmbedder, HashEmbedder, IndexerError, ScanConfig};

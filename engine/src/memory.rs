@@ -1,0 +1,327 @@
+//! The memory model (§2): kinds, provenance, and the public view of a memory.
+
+use std::fmt;
+use std::str::FromStr;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::error::Error;
+
+macro_rules! closed_set {
+    ($(#[$doc:meta])* $name:ident, $err:expr, { $($(#[$vdoc:meta])* $variant:ident => $text:literal),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum $name { $($(#[$vdoc])* $variant),+ }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+            /// The value as stored and printed.
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $text),+ }
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = Error;
+            fn from_str(s: &str) -> Result<Self, Error> {
+                match s { $($text => Ok($name::$variant),)+ other => Err($err(other)) }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result { f.write_str(self.as_str()) }
+        }
+    };
+}
+
+closed_set!(
+    /// What sort of knowledge a memory is. A closed set: unknown kinds are an error.
+    Kind, |k: &str| Error::UnknownKind(k.to_string()), {
+        /// Something that went wrong and will again.
+        Pitfall => "pitfall",
+        /// How things are done here.
+        Convention => "convention",
+        /// A plain note.
+        Note => "note",
+        /// What a session achieved.
+        SessionOutcome => "session_outcome",
+        /// What a person likes.
+        Preference => "preference",
+        /// A fact about the world or the code.
+        Fact => "fact",
+        /// Something that happened.
+        Episode => "episode",
+});
+
+closed_set!(
+    /// Whether a person said it or an agent inferred it.
+    Source, |s: &str| Error::invalid("source", format!("`{s}` is not explicit or inferred")), {
+        /// A person said it.
+        Explicit => "explicit",
+        /// Observed or guessed by an agent.
+        Inferred => "inferred",
+});
+
+closed_set!(
+    /// Where the text came from, for safety decisions (§7).
+    Trust, |s: &str| Error::invalid("trust", format!("`{s}` is not user, agent, external or quarantined")), {
+        /// Written by the person.
+        User => "user",
+        /// Written by an agent.
+        Agent => "agent",
+        /// Read from a web page, mail or document.
+        External => "external",
+        /// Held back for review: never served unless asked for.
+        Quarantined => "quarantined",
+});
+
+/// A stored memory as callers see it, with its lifecycle counters.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Memory {
+    /// UUID v7.
+    pub id: Uuid,
+    /// Hard partition.
+    pub tenant: String,
+    /// Scope inside the tenant.
+    pub bank: String,
+    /// What sort of knowledge it is.
+    pub kind: Kind,
+    /// Optional title, unique among the tenant's active memories.
+    pub title: Option<String>,
+    /// The text.
+    pub content: String,
+    /// Things it is about.
+    pub elements: Vec<String>,
+    /// Said by a person or inferred.
+    pub source: Source,
+    /// Where the text came from.
+    pub trust: Trust,
+    /// The agent that wrote it.
+    pub agent: Option<String>,
+    /// The session it came from.
+    pub session_id: Option<String>,
+    /// Confidence as written (inferred memories lose confidence over time at recall).
+    pub confidence: f32,
+    /// When it was said or happened.
+    pub observed_at: DateTime<Utc>,
+    /// When it was written.
+    pub created_at: DateTime<Utc>,
+    /// When it was last confirmed (starts at `observed_at`).
+    pub last_confirmed_at: DateTime<Utc>,
+    /// Independent confirmations (repeats that deduplicated into it, `confirm` calls).
+    pub confirmations: u32,
+    /// When it leaves recall, if ever.
+    pub expires_at: Option<DateTime<Utc>>,
+    /// The memory it replaced.
+    pub supersedes: Option<Uuid>,
+    /// The memory that replaced it.
+    pub superseded_by: Option<Uuid>,
+    /// Soft-deleted.
+    pub forgotten: bool,
+    /// Distinct sessions it was dealt to.
+    pub impressions: u32,
+    /// Distinct sessions that said they used it.
+    pub citations: u32,
+    /// Whether it has an embedding yet.
+    pub has_vector: bool,
+}
+
+impl Memory {
+    /// Neither forgotten nor superseded.
+    pub fn is_active(&self) -> bool {
+        !self.forgotten && self.superseded_by.is_none()
+    }
+}
+
+/// A memory to write. Built with setters; only tenant, bank, kind and content
+/// are required.
+///
+/// ```
+/// use recall::{Kind, NewMemory};
+/// let m = NewMemory::new("acme", "repo:api", Kind::Pitfall, "The gateway drops headers over 8 KB.")
+///     .title("Gateway header limit")
+///     .element("ApiGateway");
+/// assert_eq!(m.elements, vec!["ApiGateway".to_string()]);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewMemory {
+    /// Hard partition (`[A-Za-z0-9._:@/-]{1,128}`, no `..`).
+    pub tenant: String,
+    /// Scope inside the tenant (same alphabet).
+    pub bank: String,
+    /// What sort of knowledge it is.
+    pub kind: Kind,
+    /// The text (≤ 16 KiB by default).
+    pub content: String,
+    /// Optional unique title.
+    #[serde(default)]
+    pub title: Option<String>,
+    /// Things it is about.
+    #[serde(default)]
+    pub elements: Vec<String>,
+    /// Explicit (default) or inferred.
+    #[serde(default = "default_source")]
+    pub source: Source,
+    /// Trust (default `agent`).
+    #[serde(default = "default_trust")]
+    pub trust: Trust,
+    /// Confidence in (0, 1]; default 1.0.
+    #[serde(default = "default_confidence")]
+    pub confidence: f32,
+    /// The agent that wrote it.
+    #[serde(default)]
+    pub agent: Option<String>,
+    /// The session it came from.
+    #[serde(default)]
+    pub session_id: Option<String>,
+    /// When it was said (default: now).
+    #[serde(default)]
+    pub observed_at: Option<DateTime<Utc>>,
+    /// When it leaves recall.
+    #[serde(default)]
+    pub expires_at: Option<DateTime<Utc>>,
+    /// Id or title of the memory this one replaces.
+    #[serde(default)]
+    pub supersedes: Option<String>,
+    /// A precomputed embedding (bulk import); checked against the embedder's width.
+    #[serde(default)]
+    pub vector: Option<Vec<f32>>,
+}
+
+fn default_source() -> Source {
+    Source::Explicit
+}
+fn default_trust() -> Trust {
+    Trust::Agent
+}
+fn default_confidence() -> f32 {
+    1.0
+}
+
+impl NewMemory {
+    /// A memory with the required fields and defaults for the rest.
+    pub fn new(
+        tenant: impl Into<String>,
+        bank: impl Into<String>,
+        kind: Kind,
+        content: impl Into<String>,
+    ) -> NewMemory {
+        NewMemory {
+            tenant: tenant.into(),
+            bank: bank.into(),
+            kind,
+            content: content.into(),
+            title: None,
+            elements: Vec::new(),
+            source: Source::Explicit,
+            trust: Trust::Agent,
+            confidence: 1.0,
+            agent: None,
+            session_id: None,
+            observed_at: None,
+            expires_at: None,
+            supersedes: None,
+            vector: None,
+        }
+    }
+
+    /// Sets the title.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// Adds an element.
+    pub fn element(mut self, element: impl Into<String>) -> Self {
+        self.elements.push(element.into());
+        self
+    }
+
+    /// Sets source and confidence (inferred memories usually carry < 1.0).
+    pub fn source(mut self, source: Source, confidence: f32) -> Self {
+        self.source = source;
+        self.confidence = confidence;
+        self
+    }
+
+    /// Sets the trust level.
+    pub fn trust(mut self, trust: Trust) -> Self {
+        self.trust = trust;
+        self
+    }
+
+    /// Sets the writing agent.
+    pub fn agent(mut self, agent: impl Into<String>) -> Self {
+        self.agent = Some(agent.into());
+        self
+    }
+
+    /// Sets when it was said (replays of old conversations).
+    pub fn observed_at(mut self, at: DateTime<Utc>) -> Self {
+        self.observed_at = Some(at);
+        self
+    }
+
+    /// Sets when it leaves recall.
+    pub fn expires_at(mut self, at: DateTime<Utc>) -> Self {
+        self.expires_at = Some(at);
+        self
+    }
+
+    /// Names (by id or title) the memory this one replaces.
+    pub fn supersedes(mut self, id_or_title: impl Into<String>) -> Self {
+        self.supersedes = Some(id_or_title.into());
+        self
+    }
+
+    /// Supplies a precomputed embedding.
+    pub fn vector(mut self, vector: Vec<f32>) -> Self {
+        self.vector = Some(vector);
+        self
+    }
+}
+
+/// A near memory reported on write (cosine in the similar band).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Similar {
+    /// Its id.
+    pub id: Uuid,
+    /// Its title, if any.
+    pub title: Option<String>,
+    /// Cosine to the new memory.
+    pub cosine: f32,
+}
+
+/// What `remember` did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Remembered {
+    /// Stored as a new memory; `similar_to` lists near ones (0.82 ≤ cosine < 0.94).
+    Stored {
+        /// The new memory's id.
+        id: Uuid,
+        /// Near memories the writer may want to supersede.
+        similar_to: Vec<Similar>,
+    },
+    /// A near-copy (cosine ≥ 0.94, or equal normalized text without vectors)
+    /// of an existing memory, which was confirmed instead.
+    Deduplicated {
+        /// The existing memory.
+        id: Uuid,
+        /// Cosine to it (1.0 for equal text).
+        cosine: f32,
+    },
+}
+
+impl Remembered {
+    /// The id of the memory that now holds the knowledge.
+    pub fn id(&self) -> Uuid {
+        match self {
+            Remembered::Stored { id, .. } | Remembered::Deduplicated { id, .. } => *id,
+        }
+    }
+}

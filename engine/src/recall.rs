@@ -1,0 +1,351 @@
+//! The recall path (§4): scope, candidates, relevance, abstention, score.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use recall_indexer::normalized;
+use uuid::Uuid;
+
+use crate::config::Bm25Normalization;
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::memory::{Kind, Memory, Source, Trust};
+use crate::score::{
+    decay_multiplier, drift_multiplier, effective_confidence, normalize_bm25, relevance, usage_multiplier, Breakdown,
+};
+use crate::state::{to_ms, MemoryState};
+use crate::validate;
+
+/// One recalled memory and why it ranked there.
+#[derive(Debug, Clone, Serialize)]
+pub struct Hit {
+    /// The memory.
+    pub memory: Memory,
+    /// The final score (also `breakdown.score`).
+    pub score: f32,
+    /// Every factor of the score.
+    pub breakdown: Breakdown,
+}
+
+/// The answer to a recall.
+#[derive(Debug, Clone, Serialize)]
+pub struct RecallResult {
+    /// Best first, at most `k`.
+    pub hits: Vec<Hit>,
+    /// True when candidates existed but none reached `min_relevance`, or none existed.
+    pub abstained: bool,
+    /// Candidates considered (union of the vector and BM25 stages, in scope).
+    pub candidates: usize,
+}
+
+/// A recall, configured with setters and run by [`RecallBuilder::execute`].
+///
+/// ```
+/// # use recall::{Config, Engine, Kind, ModelSource, NewMemory};
+/// # tokio::runtime::Runtime::new()?.block_on(async {
+/// # let dir = tempfile::tempdir()?;
+/// # let engine = Engine::open(Config::new(dir.path()).model(ModelSource::None)).await?;
+/// engine.remember(NewMemory::new("acme", "org", Kind::Convention, "Migrations are reviewed by two people")).await?;
+/// let result = engine
+///     .recall("acme", "who reviews migrations")
+///     .read(["org", "user:alice"])
+///     .limit(5)
+///     .execute()
+///     .await?;
+/// assert_eq!(result.hits.len(), 1);
+/// assert!(result.hits[0].breakdown.explain().contains("kind 2.00"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[must_use = "a recall does nothing until execute() is awaited"]
+pub struct RecallBuilder {
+    engine: Engine,
+    tenant: String,
+    query: String,
+    banks: Vec<String>,
+    k: usize,
+    session: Option<String>,
+    kinds: Option<Vec<Kind>>,
+    elements: Option<Vec<String>>,
+    observed_from: Option<DateTime<Utc>>,
+    observed_until: Option<DateTime<Utc>>,
+    now: Option<DateTime<Utc>>,
+    include_quarantined: bool,
+    query_vector: Option<Vec<f32>>,
+}
+
+impl RecallBuilder {
+    pub(crate) fn new(engine: Engine, tenant: String, query: String) -> RecallBuilder {
+        RecallBuilder {
+            engine,
+            tenant,
+            query,
+            banks: Vec::new(),
+            k: 10,
+            session: None,
+            kinds: None,
+            elements: None,
+            observed_from: None,
+            observed_until: None,
+            now: None,
+            include_quarantined: false,
+            query_vector: None,
+        }
+    }
+
+    /// Banks the caller may read. Required: nothing is readable by default.
+    pub fn read<I, S>(mut self, banks: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.banks.extend(banks.into_iter().map(Into::into));
+        self
+    }
+
+    /// How many hits at most. Default 10.
+    pub fn limit(mut self, k: usize) -> Self {
+        self.k = k;
+        self
+    }
+
+    /// Records an impression for each hit in this session (once per memory per session).
+    pub fn session(mut self, session: impl Into<String>) -> Self {
+        self.session = Some(session.into());
+        self
+    }
+
+    /// Only these kinds. Default: all.
+    pub fn kinds(mut self, kinds: impl IntoIterator<Item = Kind>) -> Self {
+        self.kinds = Some(kinds.into_iter().collect());
+        self
+    }
+
+    /// Only memories about at least one of these elements. Default: all.
+    pub fn elements<I, S>(mut self, elements: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.elements = Some(elements.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Only memories observed in `[from, until)`. Default: any time.
+    pub fn observed_between(mut self, from: DateTime<Utc>, until: DateTime<Utc>) -> Self {
+        self.observed_from = Some(from);
+        self.observed_until = Some(until);
+        self
+    }
+
+    /// Scores as of this instant (evaluation replays). Default: the engine's clock.
+    pub fn now(mut self, now: DateTime<Utc>) -> Self {
+        self.now = Some(now);
+        self
+    }
+
+    /// Also serve quarantined memories (for review). Default false.
+    pub fn include_quarantined(mut self, yes: bool) -> Self {
+        self.include_quarantined = yes;
+        self
+    }
+
+    /// Uses this embedding of the query instead of embedding the text
+    /// (benchmarks, callers with their own embedding pipeline). It must have
+    /// the engine's width; it is normalized. The text still drives BM25.
+    pub fn query_vector(mut self, vector: Vec<f32>) -> Self {
+        self.query_vector = Some(vector);
+        self
+    }
+
+    /// Runs the recall.
+    pub async fn execute(mut self) -> Result<RecallResult> {
+        validate::scope_name("tenant", &self.tenant)?;
+        if self.banks.is_empty() {
+            return Err(Error::invalid("read", "name at least one readable bank"));
+        }
+        for bank in &self.banks {
+            validate::scope_name("bank", bank)?;
+        }
+        if self.query.trim().is_empty() {
+            return Err(Error::invalid("query", "must not be empty"));
+        }
+        if let Some(session) = &self.session {
+            validate::scope_name("session", session)?;
+        }
+        let engine = self.engine.clone();
+        let query_vector = match self.query_vector.take() {
+            Some(v) if engine.embedder().is_some() => Some(
+                normalized(v, engine.inner.dim).map_err(|e| Error::InvalidInput {
+                    field: "query_vector",
+                    reason: e.to_string(),
+                })?,
+            ),
+            Some(_) => {
+                return Err(Error::invalid(
+                    "query_vector",
+                    "the engine has no embedder, so it holds no vectors to compare with",
+                ))
+            }
+            None => engine
+                .embed(vec![self.query.clone()])
+                .await?
+                .and_then(|mut v| v.pop()),
+        };
+        let session = self.session.clone();
+        let tenant = self.tenant.clone();
+        let ranked = tokio::task::spawn_blocking(move || self.rank(query_vector.as_deref()))
+            .await
+            .map_err(|e| Error::Task(e.to_string()))??;
+        if let Some(session) = session {
+            let ids: Vec<Uuid> = ranked.hits.iter().map(|h| h.memory.id).collect();
+            engine.record_impressions(&tenant, &session, &ids).await?;
+        }
+        Ok(ranked)
+    }
+
+    fn eligible(&self, m: &MemoryState, now_ms: i64) -> bool {
+        let config = &self.engine.inner.config.scoring;
+        m.is_active()
+            && self.banks.iter().any(|b| *b == m.row.bank)
+            && m.row.expires_at_ms.is_none_or(|e| e > now_ms)
+            && (self.include_quarantined || m.trust != Trust::Quarantined)
+            && self.kinds.as_ref().is_none_or(|k| k.contains(&m.kind))
+            && self
+                .elements
+                .as_ref()
+                .is_none_or(|els| m.row.elements.iter().any(|e| els.contains(e)))
+            && self
+                .observed_from
+                .is_none_or(|f| m.row.observed_at_ms >= to_ms(f))
+            && self
+                .observed_until
+                .is_none_or(|u| m.row.observed_at_ms < to_ms(u))
+            && (m.source != Source::Inferred
+                || effective_confidence(
+                    config,
+                    m.row.confidence,
+                    true,
+                    now_ms - m.last_confirmed_ms,
+                ) >= config.min_confidence)
+    }
+
+    fn rank(&self, query_vector: Option<&[f32]>) -> Result<RecallResult> {
+        let inner = &self.engine.inner;
+        let config = &inner.config.scoring;
+        let now = self.now.unwrap_or_else(|| inner.config.clock.now());
+        let now_ms = to_ms(now);
+        let banks: Vec<&str> = self.banks.iter().map(String::as_str).collect();
+        let pool = config.candidate_pool.max(self.k);
+        // Forgotten and superseded memories stay in the BM25 index, so ask
+        // for more than the pool and keep the eligible ones.
+        let lexical = inner
+            .lexical
+            .search(&self.tenant, &banks, &self.query, pool * 2)?;
+
+        let state = self.engine.read_state()?;
+        let Some(tenant) = state.tenant(&self.tenant) else {
+            return Ok(RecallResult {
+                hits: Vec::new(),
+                abstained: true,
+                candidates: 0,
+            });
+        };
+        let eligible = |i: usize| self.eligible(&tenant.memories[i], now_ms);
+
+        // index → (cosine, raw bm25)
+        let mut candidates: HashMap<usize, (Option<f32>, Option<f32>)> = HashMap::new();
+        if let Some(q) = query_vector {
+            for (i, cos) in tenant.vectors.nearest(q, pool, config.scan, eligible) {
+                candidates.insert(i, (Some(cos), None));
+            }
+        }
+        let mut taken = 0;
+        for hit in lexical {
+            let Some(&i) = tenant.by_seq.get(&hit.seq) else {
+                continue;
+            };
+            if taken == pool || !eligible(i) {
+                continue;
+            }
+            taken += 1;
+            candidates.entry(i).or_insert((None, None)).1 = Some(hit.score);
+        }
+        // A lexical-only candidate's vector half is its true cosine, not 0.
+        if let Some(q) = query_vector {
+            for (i, (cos, _)) in candidates.iter_mut() {
+                if cos.is_none() {
+                    if let Some(row) = tenant.memories[*i].vector_row {
+                        *cos = tenant.vectors.row(row).map(|v| dot(v, q));
+                    }
+                }
+            }
+        }
+        let (min_s, max_s) = candidates
+            .values()
+            .filter_map(|(_, s)| *s)
+            .fold((f32::MAX, 0f32), |(lo, hi), s| (lo.min(s), hi.max(s)));
+        let has_embedder = inner.embedder.is_some();
+        let total = candidates.len();
+        let mut hits: Vec<Hit> = candidates
+            .into_iter()
+            .filter_map(|(i, (cosine, bm25))| {
+                let m = &tenant.memories[i];
+                let b = bm25.map_or(0.0, |s| normalize_bm25(config.bm25, s, min_s, max_s));
+                let rel = relevance(config, cosine, b, has_embedder);
+                if rel < config.min_relevance {
+                    return None;
+                }
+                let age = now_ms - m.last_confirmed_ms;
+                let kind_weight = config.kind_weights.of(m.kind);
+                let decay = decay_multiplier(config, age, m.confirmations);
+                let usage = usage_multiplier(config, m.citations, m.sessions_dealt.len() as u32);
+                let drift = drift_multiplier(config, tenant.drifted(m));
+                let confidence = effective_confidence(
+                    config,
+                    m.row.confidence,
+                    m.source == Source::Inferred,
+                    age,
+                );
+                let score = rel * kind_weight * decay * usage * drift * confidence;
+                Some(Hit {
+                    memory: m.view(),
+                    score,
+                    breakdown: Breakdown {
+                        cosine,
+                        v: cosine.unwrap_or(0.0).max(0.0),
+                        bm25,
+                        b,
+                        rel,
+                        kind_weight,
+                        decay,
+                        usage,
+                        drift,
+                        confidence,
+                        score,
+                    },
+                })
+            })
+            .collect();
+        hits.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then(a.memory.id.cmp(&b.memory.id))
+        });
+        hits.truncate(self.k);
+        if matches!(config.bm25, Bm25Normalization::MaxOfQuery) {
+            tracing::debug!("max-of-query BM25 normalization: abstention is unreliable");
+        }
+        Ok(RecallResult {
+            abstained: hits.is_empty(),
+            hits,
+            candidates: total,
+        })
+    }
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}

@@ -1,0 +1,195 @@
+//! The recall scorer (§4.3–§4.5).
+//!
+//! ```text
+//! rel   = vector_weight · max(0, cosine) + lexical_weight · b
+//!         b = s / (s + 10)   (s = raw BM25; query-independent, so rel can gate abstention)
+//! score = rel × kind_weight × decay × usage × drift × confidence
+//!         decay      = 0.6 + 0.4 · 0.5^(age / (45 d · stability)),  stability = 1 + ln(1 + confirmations)
+//!         usage      = min(1.8, 1 + 0.4 · ln(1 + citations)) if cited; 0.75 if ≥ 5 impressions and never cited; else 1
+//!         drift      = 0.6 if an element drifted after the last confirmation; else 1
+//!         confidence = as written; inferred: × 0.5^(age / 30 d), and below 0.3 the memory leaves recall
+//! ```
+//! With no embedder, `rel = b`.
+//!
+//! ```
+//! use recall::{Breakdown, ScoringConfig};
+//! let config = ScoringConfig::default();
+//! // A pitfall with cosine 0.8 and raw BM25 10, fresh, unused:
+//! let rel = recall::relevance(&config, Some(0.8), 0.5, true);
+//! assert!((rel - (0.55 * 0.8 + 0.45 * 0.5)).abs() < 1e-6);
+//! assert_eq!(recall::usage_multiplier(&config, 3, 0), 1.0 + 0.4 * 4f32.ln());
+//! assert_eq!(recall::usage_multiplier(&config, 100, 0), 1.8);
+//! assert_eq!(recall::usage_multiplier(&config, 0, 5), 0.75);
+//! ```
+
+use serde::Serialize;
+
+use crate::config::{Bm25Normalization, ScoringConfig};
+
+const DAY_MS: f64 = 86_400_000.0;
+
+/// Why a hit ranked where it did: every factor of the score (§4.9).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Breakdown {
+    /// Cosine to the query (None without vectors).
+    pub cosine: Option<f32>,
+    /// `max(0, cosine)`.
+    pub v: f32,
+    /// Raw BM25 score (None when BM25 did not return it).
+    pub bm25: Option<f32>,
+    /// Normalized BM25 in [0, 1].
+    pub b: f32,
+    /// Relevance.
+    pub rel: f32,
+    /// Kind weight.
+    pub kind_weight: f32,
+    /// Age decay.
+    pub decay: f32,
+    /// Usage multiplier.
+    pub usage: f32,
+    /// Drift multiplier.
+    pub drift: f32,
+    /// Effective confidence.
+    pub confidence: f32,
+    /// The product.
+    pub score: f32,
+}
+
+impl Breakdown {
+    /// A readable tree of the score, like tantivy's `Explanation`.
+    ///
+    /// ```
+    /// # use recall::Breakdown;
+    /// let b = Breakdown { cosine: Some(0.7), v: 0.7, bm25: Some(5.0), b: 0.333, rel: 0.535,
+    ///     kind_weight: 3.0, decay: 1.0, usage: 1.0, drift: 1.0, confidence: 1.0, score: 1.605 };
+    /// assert!(b.explain().starts_with("score 1.605"));
+    /// ```
+    pub fn explain(&self) -> String {
+        let cosine = self
+            .cosine
+            .map_or("none".to_string(), |c| format!("{c:.3}"));
+        let bm25 = self.bm25.map_or("none".to_string(), |s| format!("{s:.2}"));
+        format!(
+            "score {:.3} = rel {:.3} × kind {:.2} × decay {:.3} × usage {:.2} × drift {:.2} × confidence {:.2}\n  rel = vector (cosine {cosine}, v {:.3}) + lexical (bm25 {bm25}, b {:.3})",
+            self.score,
+            self.rel,
+            self.kind_weight,
+            self.decay,
+            self.usage,
+            self.drift,
+            self.confidence,
+            self.v,
+            self.b
+        )
+    }
+}
+
+/// Normalizes a raw BM25 score. `max`/`min` are over the candidate set and
+/// used only by the research normalizations.
+pub fn normalize_bm25(norm: Bm25Normalization, s: f32, min: f32, max: f32) -> f32 {
+    if s <= 0.0 {
+        return 0.0;
+    }
+    match norm {
+        Bm25Normalization::Saturation { k } => s / (s + k.max(f32::EPSILON)),
+        Bm25Normalization::MaxOfQuery => {
+            if max > 0.0 {
+                s / max
+            } else {
+                0.0
+            }
+        }
+        Bm25Normalization::MinMax => {
+            if max > min {
+                (s - min) / (max - min)
+            } else {
+                1.0
+            }
+        }
+    }
+}
+
+/// Relevance: the weighted vector and lexical halves; `b` alone when the
+/// engine has no embedder.
+pub fn relevance(config: &ScoringConfig, cosine: Option<f32>, b: f32, has_embedder: bool) -> f32 {
+    if !has_embedder {
+        return b;
+    }
+    let v = cosine.unwrap_or(0.0).max(0.0);
+    config.vector_weight * v + config.lexical_weight * b
+}
+
+/// Age decay, slowed by confirmations; never below the floor.
+pub fn decay_multiplier(config: &ScoringConfig, age_ms: i64, confirmations: u32) -> f32 {
+    let age_days = age_ms.max(0) as f64 / DAY_MS;
+    let stability = 1.0 + (1.0 + f64::from(confirmations)).ln();
+    let floor = f64::from(config.decay_floor);
+    let decay = floor + (1.0 - floor) * 0.5f64.powf(age_days / (config.half_life_days * stability));
+    decay as f32
+}
+
+/// Usage feedback: cited memories rise (capped), dealt-but-ignored ones sink.
+pub fn usage_multiplier(config: &ScoringConfig, citations: u32, impressions: u32) -> f32 {
+    if citations > 0 {
+        (1.0 + 0.4 * (1.0 + citations as f32).ln()).min(config.usage_cap)
+    } else if impressions >= config.ignored_after {
+        config.ignored_penalty
+    } else {
+        1.0
+    }
+}
+
+/// Drift: memories about code that changed since they were confirmed are demoted, never hidden.
+pub fn drift_multiplier(config: &ScoringConfig, drifted: bool) -> f32 {
+    if drifted {
+        config.drift_factor
+    } else {
+        1.0
+    }
+}
+
+/// Confidence at recall time: inferred memories halve every
+/// `inferred_half_life_days` since their last confirmation.
+pub fn effective_confidence(
+    config: &ScoringConfig,
+    written: f32,
+    inferred: bool,
+    since_confirmed_ms: i64,
+) -> f32 {
+    if !inferred {
+        return written;
+    }
+    let days = since_confirmed_ms.max(0) as f64 / DAY_MS;
+    (f64::from(written) * 0.5f64.powf(days / config.inferred_half_life_days)) as f32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decay_halves_toward_the_floor_and_stability_slows_it() {
+        let c = ScoringConfig::default();
+        assert!((decay_multiplier(&c, 0, 0) - 1.0).abs() < 1e-6);
+        let day = DAY_MS as i64;
+        assert!((decay_multiplier(&c, 45 * day, 0) - 0.8).abs() < 1e-5);
+        assert!(decay_multiplier(&c, 45 * day, 3) > 0.8);
+        assert!(decay_multiplier(&c, 100_000 * day, 0) >= 0.6);
+    }
+
+    #[test]
+    fn saturation_is_query_independent() {
+        let n = Bm25Normalization::Saturation { k: 10.0 };
+        assert_eq!(normalize_bm25(n, 10.0, 0.0, 50.0), 0.5);
+        assert_eq!(normalize_bm25(n, 10.0, 0.0, 10.0), 0.5);
+        assert_eq!(normalize_bm25(Bm25Normalization::MaxOfQuery, 10.0, 0.0, 10.0), 1.0);
+    }
+
+    #[test]
+    fn inferred_confidence_halves_in_thirty_days() {
+        let c = ScoringConfig::default();
+        let month = 30 * DAY_MS as i64;
+        assert!((effective_confidence(&c, 0.8, true, month) - 0.4).abs() < 1e-5);
+        assert_eq!(effective_confidence(&c, 0.8, false, month), 0.8);
+    }
+}

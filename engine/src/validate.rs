@@ -1,0 +1,95 @@
+//! Input checks of §3.1: every write and read is checked before anything runs.
+
+use crate::error::{Error, Result};
+
+/// Tenant and bank names: `[A-Za-z0-9._:@/-]{1,128}`, no `..` segment, no
+/// leading `/` (nothing path-like may reach the storage layer).
+pub(crate) fn scope_name(field: &'static str, value: &str) -> Result<()> {
+    if value.is_empty() || value.len() > 128 {
+        return Err(Error::invalid(field, "must be 1 to 128 characters"));
+    }
+    if let Some(c) = value
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || "._:@/-".contains(*c)))
+    {
+        return Err(Error::invalid(field, format!("character {c:?} is not allowed")));
+    }
+    if value.split('/').any(|segment| segment == ".." || segment == ".") || value.starts_with('/') {
+        return Err(Error::invalid(field, format!("`{value}` looks like a path")));
+    }
+    Ok(())
+}
+
+/// Content: non-empty after trimming, at most `max` bytes.
+pub(crate) fn content(value: &str, max: usize) -> Result<()> {
+    if value.trim().is_empty() {
+        return Err(Error::invalid("content", "must not be empty"));
+    }
+    if value.len() > max {
+        return Err(Error::ContentTooLong {
+            len: value.len(),
+            max,
+        });
+    }
+    Ok(())
+}
+
+/// Confidence in (0, 1].
+pub(crate) fn confidence(value: f32) -> Result<()> {
+    if !(value > 0.0 && value <= 1.0) {
+        return Err(Error::invalid(
+            "confidence",
+            format!("{value} is outside (0, 1]"),
+        ));
+    }
+    Ok(())
+}
+
+/// Titles and elements: non-empty, at most 256 bytes, one line.
+pub(crate) fn label(field: &'static str, value: &str) -> Result<()> {
+    if value.trim().is_empty() || value.len() > 256 || value.contains('\n') {
+        return Err(Error::invalid(field, "must be one non-empty line of at most 256 bytes"));
+    }
+    Ok(())
+}
+
+/// Text folded for dedup without vectors: lowercase, punctuation dropped,
+/// whitespace collapsed.
+pub(crate) fn normalized_text(text: &str) -> String {
+    text.chars()
+        .filter(|c| c.is_alphanumeric() || c.is_whitespace())
+        .flat_map(char::to_lowercase)
+        .collect::<String>()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scope_names() {
+        for ok in ["acme", "user:alice", "repo:api/v2", "a.b-c@d"] {
+            assert!(scope_name("tenant", ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "../x", "a/../b", "/etc", "a b", "x\0", &"a".repeat(129)] {
+            assert!(scope_name("tenant", bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn confidence_range() {
+        assert!(confidence(1.0).is_ok());
+        assert!(confidence(0.01).is_ok());
+        for bad in [0.0, 1.5, -1.0, f32::NAN] {
+            assert!(confidence(bad).is_err());
+        }
+    }
+
+    #[test]
+    fn text_folding() {
+        assert_eq!(normalized_text("  Hello,   WORLD! "), "hello world");
+    }
+}

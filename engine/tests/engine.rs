@@ -1,0 +1,440 @@
+//! Integration tests: the real all-MiniLM-L6-v2 model (missing model files
+//! fail loudly: run scripts/setup.sh), real LanceDB and tantivy files in temp
+//! directories.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, OnceLock};
+
+use chrono::{DateTime, Duration, Utc};
+use recall::{
+    Config, Engine, Error, FastEmbedder, FixedClock, Kind, ModelSource, NewMemory, Remembered,
+    ScoringConfig,
+};
+use uuid::Uuid;
+
+fn model() -> ModelSource {
+    static MODEL: OnceLock<Arc<FastEmbedder>> = OnceLock::new();
+    let embedder = MODEL.get_or_init(|| {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../models");
+        Arc::new(FastEmbedder::from_dir(&dir).unwrap_or_else(|e| {
+            panic!("the integration tests need the real model ({e}); run scripts/setup.sh")
+        }))
+    });
+    ModelSource::Custom(embedder.clone())
+}
+
+async fn open(dir: &std::path::Path) -> Engine {
+    Engine::open(Config::new(dir).model(model())).await.unwrap()
+}
+
+fn t0() -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339("2026-06-01T12:00:00Z").unwrap().to_utc()
+}
+
+const TENANT: &str = "acme";
+const BANK: &str = "repo:api";
+
+fn note(kind: Kind, text: &str) -> NewMemory {
+    NewMemory::new(TENANT, BANK, kind, text)
+}
+
+async fn seed_engineering(engine: &Engine) {
+    let texts = [
+        "Rate limiting caps the number of calls a client can make to the API each minute.",
+        "The staging database is refreshed from a production snapshot every Sunday.",
+        "Use the feature flag service for gradual rollouts instead of long-lived branches.",
+        "Frontend bundles are served from the CDN with a one-year cache header.",
+        "The on-call rotation changes every Monday at 10:00.",
+        "Kubernetes pods are evicted when the node runs out of ephemeral storage.",
+        "Error E4012 during deploy means the image pull secret expired.",
+        "Deploys fail when the readiness probe times out after a slow database migration.",
+        "A failed deploy can be rolled back with the previous release tag.",
+        "Deployment errors are reported to the #deploys channel by the pipeline bot.",
+    ];
+    let batch = texts.iter().map(|t| note(Kind::Note, t)).collect();
+    engine.remember_many(batch).await.unwrap();
+}
+
+fn rank_of(result: &recall::RecallResult, needle: &str) -> Option<usize> {
+    result
+        .hits
+        .iter()
+        .position(|h| h.memory.content.contains(needle))
+}
+
+#[tokio::test]
+async fn semantic_recall_bridges_vocabulary_mismatch() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = open(dir.path()).await;
+    seed_engineering(&engine).await;
+    let result = engine
+        .recall(TENANT, "How do I throttle API requests?")
+        .read([BANK])
+        .execute()
+        .await
+        .unwrap();
+    assert_eq!(rank_of(&result, "Rate limiting"), Some(0), "{result:#?}");
+    let top = &result.hits[0].breakdown;
+    assert!(top.cosine.unwrap() > 0.4, "cosine {top:?}");
+}
+
+#[tokio::test]
+async fn lexical_stage_finds_a_rare_identifier_the_vector_ranks_low() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = open(dir.path()).await;
+    seed_engineering(&engine).await;
+    let query = "deploy failed with E4012";
+    let hybrid = engine.recall(TENANT, query).read([BANK]).execute().await.unwrap();
+    assert_eq!(rank_of(&hybrid, "E4012"), Some(0), "{hybrid:#?}");
+    assert!(hybrid.hits[0].breakdown.bm25.is_some());
+
+    let vector_only = ScoringConfig {
+        vector_weight: 1.0,
+        lexical_weight: 0.0,
+        min_relevance: 0.0,
+        ..ScoringConfig::default()
+    };
+    drop(engine);
+    let engine = Engine::open(Config::new(dir.path()).model(model()).scoring(vector_only))
+        .await
+        .unwrap();
+    let dense = engine.recall(TENANT, query).read([BANK]).execute().await.unwrap();
+    let dense_rank = rank_of(&dense, "E4012").unwrap_or(usize::MAX);
+    assert!(dense_rank > 0, "the vector alone already ranks it first: {dense:#?}");
+}
+
+#[tokio::test]
+async fn near_copies_deduplicate_and_the_similar_band_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = open(dir.path()).await;
+    let first = engine
+        .remember(note(Kind::Pitfall, "The API gateway strips custom headers longer than 8 KB."))
+        .await
+        .unwrap();
+    let again = engine
+        .remember(note(Kind::Pitfall, "The API gateway strips custom headers longer than 8KB"))
+        .await
+        .unwrap();
+    match again {
+        Remembered::Deduplicated { id, cosine } => {
+            assert_eq!(id, first.id());
+            assert!(cosine >= 0.94);
+        }
+        other => panic!("expected a dedup, got {other:?}"),
+    }
+    let m = engine.get(TENANT, first.id()).await.unwrap();
+    assert_eq!(m.confirmations, 1);
+
+    let near = engine
+        .remember(note(
+            Kind::Pitfall,
+            "Custom headers over 8 KB are silently dropped by the API gateway.",
+        ))
+        .await
+        .unwrap();
+    match &near {
+        Remembered::Stored { similar_to, .. } => {
+            let s = similar_to
+                .iter()
+                .find(|s| s.id == first.id())
+                .unwrap_or_else(|| panic!("no similar_to for the reworded copy: {near:?}"));
+            assert!((0.82..0.94).contains(&s.cosine), "cosine {}", s.cosine);
+        }
+        other => panic!("expected stored with similar_to, got {other:?}"),
+    }
+    assert_eq!(engine.list(TENANT, None).await.unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn supersede_hides_the_old_memory_and_keeps_it_in_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = open(dir.path()).await;
+    let old = engine
+        .remember(
+            note(Kind::Convention, "Releases are cut from the develop branch every two weeks.")
+                .title("Release cadence")
+                .element("Release"),
+        )
+        .await
+        .unwrap()
+        .id();
+    let new = engine
+        .remember(
+            note(Kind::Convention, "Releases are cut from main every Thursday.")
+                .title("Release cadence")
+                .supersedes("Release cadence"),
+        )
+        .await
+        .unwrap()
+        .id();
+    let result = engine
+        .recall(TENANT, "when are releases cut")
+        .read([BANK])
+        .execute()
+        .await
+        .unwrap();
+    let ids: Vec<Uuid> = result.hits.iter().map(|h| h.memory.id).collect();
+    assert!(ids.contains(&new) && !ids.contains(&old), "{ids:?}");
+    let history = engine.history(TENANT, new).await.unwrap();
+    assert_eq!(history.iter().map(|m| m.id).collect::<Vec<_>>(), vec![old, new]);
+    assert_eq!(history[0].superseded_by, Some(new));
+    assert_eq!(history[1].elements, vec!["Release".to_string()], "elements are inherited");
+
+    // And the explicit form, between two stored memories.
+    let a = engine
+        .remember(note(Kind::Fact, "The API runs on Python 3.11."))
+        .await
+        .unwrap()
+        .id();
+    let b = engine
+        .remember(note(Kind::Fact, "The API was ported to Rust in 2026."))
+        .await
+        .unwrap()
+        .id();
+    engine.supersede(TENANT, a, b).await.unwrap();
+    let result = engine.recall(TENANT, "what language is the API written in").read([BANK]).execute().await.unwrap();
+    assert!(result.hits.iter().all(|h| h.memory.id != a));
+    assert_eq!(engine.get(TENANT, a).await.unwrap().superseded_by, Some(b));
+}
+
+#[tokio::test]
+async fn decay_kind_weight_and_abstention_under_an_injected_clock() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(FixedClock::new(t0()));
+    let engine = Engine::open(Config::new(dir.path()).model(model()).clock(clock.clone()))
+        .await
+        .unwrap();
+    let text = "Background jobs retry three times with exponential backoff before alerting.";
+    let old = engine
+        .remember(NewMemory::new(TENANT, "bank:old", Kind::Note, text).observed_at(t0() - Duration::days(200)))
+        .await
+        .unwrap()
+        .id();
+    let new = engine
+        .remember(NewMemory::new(TENANT, "bank:new", Kind::Note, text).observed_at(t0() - Duration::days(5)))
+        .await
+        .unwrap()
+        .id();
+    let result = engine
+        .recall(TENANT, "how many times do background jobs retry")
+        .read(["bank:old", "bank:new"])
+        .execute()
+        .await
+        .unwrap();
+    let ids: Vec<Uuid> = result.hits.iter().map(|h| h.memory.id).collect();
+    assert_eq!(ids, vec![new, old]);
+    assert!(result.hits[0].breakdown.decay > result.hits[1].breakdown.decay);
+    assert_eq!(result.hits[0].breakdown.rel, result.hits[1].breakdown.rel);
+
+    let pitfall_text = "Never run the schema migration while the nightly export is running.";
+    let as_note = engine
+        .remember(NewMemory::new(TENANT, "bank:a", Kind::Note, pitfall_text))
+        .await
+        .unwrap()
+        .id();
+    let as_pitfall = engine
+        .remember(NewMemory::new(TENANT, "bank:b", Kind::Pitfall, pitfall_text))
+        .await
+        .unwrap()
+        .id();
+    let result = engine
+        .recall(TENANT, "can I migrate the schema during the export")
+        .read(["bank:a", "bank:b"])
+        .execute()
+        .await
+        .unwrap();
+    let ids: Vec<Uuid> = result.hits.iter().map(|h| h.memory.id).collect();
+    assert_eq!(ids, vec![as_pitfall, as_note]);
+    assert_eq!(result.hits[0].breakdown.kind_weight, 3.0);
+
+    let result = engine
+        .recall(TENANT, "What is the capital of Mongolia?")
+        .read(["bank:old", "bank:new", "bank:a", "bank:b"])
+        .execute()
+        .await
+        .unwrap();
+    assert!(result.abstained && result.hits.is_empty(), "{result:#?}");
+}
+
+#[tokio::test]
+async fn everything_survives_close_and_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let (kept, forgotten, confirmed);
+    {
+        let engine = open(dir.path()).await;
+        seed_engineering(&engine).await;
+        kept = engine
+            .remember(note(Kind::Pitfall, "Timeouts on the billing API are 3 seconds, not 30."))
+            .await
+            .unwrap()
+            .id();
+        forgotten = engine
+            .remember(note(Kind::Note, "The old VPN endpoint is vpn1.example.internal."))
+            .await
+            .unwrap()
+            .id();
+        confirmed = kept;
+        engine.forget(TENANT, forgotten).await.unwrap();
+        engine.confirm(TENANT, confirmed).await.unwrap();
+        // No flush: the log alone must carry these across.
+    }
+    let engine = open(dir.path()).await;
+    assert_eq!(engine.list(TENANT, None).await.unwrap().len(), 11);
+    assert!(engine.get(TENANT, forgotten).await.unwrap().forgotten);
+    assert_eq!(engine.get(TENANT, confirmed).await.unwrap().confirmations, 1);
+    let result = engine
+        .recall(TENANT, "billing API timeout")
+        .read([BANK])
+        .execute()
+        .await
+        .unwrap();
+    assert_eq!(result.hits[0].memory.id, kept);
+    engine.flush().await.unwrap();
+    drop(engine);
+    let engine = open(dir.path()).await;
+    assert_eq!(engine.status().await.unwrap().memories, 12);
+}
+
+/// Helper process for the SIGKILL test: writes memories forever, printing
+/// each id once `remember` has returned. Runs only when the parent asks.
+#[tokio::test]
+#[ignore = "helper process for acknowledged_writes_survive_sigkill"]
+async fn crash_writer_child() {
+    let Ok(dir) = std::env::var("RECALL_CRASH_DIR") else {
+        return;
+    };
+    let engine = open(std::path::Path::new(&dir)).await;
+    for i in 0.. {
+        let id = engine
+            .remember(note(Kind::Note, &format!("Crash test memory number {i} about service {}", i * 7919 % 1000)))
+            .await
+            .unwrap()
+            .id();
+        println!("ACK {id}");
+    }
+}
+
+#[tokio::test]
+async fn acknowledged_writes_survive_sigkill() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--ignored", "--exact", "crash_writer_child", "--nocapture", "--test-threads=1"])
+        .env("RECALL_CRASH_DIR", dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut acked = Vec::new();
+    for line in BufReader::new(stdout).lines() {
+        let line = line.unwrap();
+        if let Some(id) = line.strip_prefix("ACK ") {
+            acked.push(Uuid::parse_str(id.trim()).unwrap());
+            if acked.len() == 40 {
+                child.kill().unwrap(); // SIGKILL on Unix
+                break;
+            }
+        }
+    }
+    child.wait().unwrap();
+    assert_eq!(acked.len(), 40, "the child died before writing");
+    let engine = open(dir.path()).await;
+    for id in &acked {
+        engine.get(TENANT, *id).await.unwrap();
+    }
+    let last = engine.get(TENANT, *acked.last().unwrap()).await.unwrap();
+    let result = engine
+        .recall(TENANT, &last.content)
+        .read([BANK])
+        .limit(1)
+        .execute()
+        .await
+        .unwrap();
+    assert_eq!(result.hits[0].memory.id, last.id, "the last acknowledged write is searchable");
+}
+
+#[tokio::test]
+async fn tenants_never_see_each_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = open(dir.path()).await;
+    let a = engine
+        .remember(NewMemory::new("tenant-a", "org", Kind::Fact, "Project Falcon launches on May 4."))
+        .await
+        .unwrap()
+        .id();
+    engine
+        .remember(NewMemory::new("tenant-b", "org", Kind::Fact, "Project Heron launches in June."))
+        .await
+        .unwrap();
+    let from_b = engine
+        .recall("tenant-b", "When does Project Falcon launch?")
+        .read(["org"])
+        .execute()
+        .await
+        .unwrap();
+    assert!(from_b.hits.iter().all(|h| h.memory.tenant == "tenant-b"), "{from_b:#?}");
+    assert!(matches!(engine.get("tenant-b", a).await, Err(Error::NotFound(_))));
+    assert!(matches!(engine.history("tenant-b", a).await, Err(Error::NotFound(_))));
+    assert!(engine.list("tenant-b", None).await.unwrap().iter().all(|m| m.id != a));
+    assert!(matches!(engine.forget("tenant-b", a).await, Err(Error::NotFound(_))));
+    assert!(!engine.get("tenant-a", a).await.unwrap().forgotten);
+}
+
+#[tokio::test]
+async fn bad_input_is_a_typed_error_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = open(dir.path()).await;
+    let ok = || note(Kind::Note, "A perfectly fine memory.");
+    let cases: Vec<(NewMemory, fn(&Error) -> bool)> = vec![
+        (note(Kind::Note, "   "), |e| matches!(e, Error::InvalidInput { field: "content", .. })),
+        (note(Kind::Note, &"x".repeat(17 * 1024)), |e| matches!(e, Error::ContentTooLong { .. })),
+        (NewMemory { tenant: "../x".into(), ..ok() }, |e| matches!(e, Error::InvalidInput { field: "tenant", .. })),
+        (NewMemory { bank: "".into(), ..ok() }, |e| matches!(e, Error::InvalidInput { field: "bank", .. })),
+        (ok().source(recall::Source::Inferred, 1.5), |e| matches!(e, Error::InvalidInput { field: "confidence", .. })),
+        (ok().vector(vec![f32::NAN; 384]), |e| matches!(e, Error::InvalidInput { field: "vector", .. })),
+        (ok().vector(vec![0.1; 12]), |e| matches!(e, Error::InvalidInput { field: "vector", .. })),
+        (ok().supersedes("no such title"), |e| matches!(e, Error::NotFound(_))),
+    ];
+    for (input, expected) in cases {
+        let err = engine.remember(input.clone()).await.unwrap_err();
+        assert!(expected(&err), "{input:?} gave {err:?}");
+        // A bad item fails its whole batch.
+        let err = engine.remember_many(vec![ok(), input]).await.unwrap_err();
+        assert!(expected(&err), "{err:?}");
+    }
+    let unknown: Result<Kind, _> = "opinion".parse();
+    assert!(matches!(unknown, Err(Error::UnknownKind(k)) if k == "opinion"));
+    let status = engine.status().await.unwrap();
+    assert_eq!((status.memories, status.pending_in_log), (0, 0));
+    drop(engine);
+    let engine = open(dir.path()).await;
+    assert_eq!(engine.status().await.unwrap().memories, 0);
+}
+
+#[tokio::test]
+async fn without_a_model_the_engine_serves_lexical_recall() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open(Config::new(dir.path()).model(ModelSource::None))
+        .await
+        .unwrap();
+    let id = engine
+        .remember(note(Kind::Pitfall, "The nightly invoice export times out on the 31st."))
+        .await
+        .unwrap()
+        .id();
+    let again = engine
+        .remember(note(Kind::Pitfall, "the nightly invoice export  times out on the 31st"))
+        .await
+        .unwrap();
+    assert_eq!(again, Remembered::Deduplicated { id, cosine: 1.0 });
+    let result = engine
+        .recall(TENANT, "invoice export timeout")
+        .read([BANK])
+        .execute()
+        .await
+        .unwrap();
+    assert_eq!(result.hits[0].memory.id, id);
+    assert_eq!(result.hits[0].breakdown.cosine, None);
+    assert!(!result.hits[0].memory.has_vector);
+}

@@ -1,0 +1,406 @@
+//! The tantivy BM25 index over title + content, derived from the tables.
+//!
+//! Documents carry the memory's store sequence number as a fast field (the
+//! engine maps it back to the memory), and tenant and bank as raw indexed
+//! fields so the scope filter is part of the query itself. The analyzer is
+//! English: lowercase, stop words removed, stemmed. Each commit records the
+//! highest sequence number indexed, so at open the index is caught up from the
+//! tables, or rebuilt when it cannot be opened.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use tantivy::collector::TopDocs;
+use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery};
+use tantivy::schema::{
+    Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, STRING,
+};
+use tantivy::tokenizer::{
+    Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer,
+};
+use tantivy::{doc, Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+
+use crate::error::{IndexerError, Result};
+use crate::rows::MemoryRow;
+
+const ANALYZER: &str = "recall_en";
+const WRITER_HEAP: usize = 64 << 20;
+
+#[derive(Clone, Copy)]
+struct Fields {
+    seq: Field,
+    tenant: Field,
+    bank: Field,
+    text: Field,
+}
+
+/// One lexical hit: the memory's sequence number and its raw BM25 score.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LexicalHit {
+    /// The memory's store sequence number.
+    pub seq: u64,
+    /// tantivy's BM25 score (k1 1.2, b 0.75), not normalized.
+    pub score: f32,
+}
+
+struct WriterState {
+    writer: IndexWriter<TantivyDocument>,
+    /// Highest sequence number added (committed or not).
+    added_seq: u64,
+    /// Documents added since the last commit.
+    dirty: bool,
+}
+
+/// The BM25 index. Thread safe: searches run concurrently; additions are
+/// serialized. Added documents become searchable at the next search (which
+/// commits first when anything is pending), so writes stay cheap and reads
+/// see every acknowledged write.
+pub(crate) struct LexicalIndex {
+    path: PathBuf,
+    index: Index,
+    reader: IndexReader,
+    fields: Fields,
+    analyzer: TextAnalyzer,
+    writer: Mutex<WriterState>,
+}
+
+fn schema() -> (Schema, Fields) {
+    let mut builder = Schema::builder();
+    let text_options = TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer(ANALYZER)
+            .set_index_option(IndexRecordOption::WithFreqs),
+    );
+    let fields = Fields {
+        seq: builder.add_u64_field("seq", FAST),
+        tenant: builder.add_text_field("tenant", STRING),
+        bank: builder.add_text_field("bank", STRING),
+        text: builder.add_text_field("text", text_options),
+    };
+    (builder.build(), fields)
+}
+
+fn analyzer() -> Result<TextAnalyzer> {
+    let stop_words = StopWordFilter::new(Language::English).ok_or_else(|| {
+        IndexerError::corrupt("lexical analyzer", "English stop words unavailable")
+    })?;
+    Ok(TextAnalyzer::builder(SimpleTokenizer::default())
+        .filter(RemoveLongFilter::limit(40))
+        .filter(LowerCaser)
+        .filter(stop_words)
+        .filter(Stemmer::new(Language::English))
+        .build())
+}
+
+impl LexicalIndex {
+    /// Opens the index in `dir`, or creates it. An index that cannot be opened
+    /// (damaged files, another schema) is moved aside and rebuilt empty: it is
+    /// derived data, and the caller catches it up from the tables.
+    pub(crate) fn open(dir: &Path) -> Result<LexicalIndex> {
+        match Self::open_existing_or_new(dir) {
+            Ok(index) => Ok(index),
+            Err(e) => {
+                tracing::warn!(path = %dir.display(), error = %e, "lexical index unusable; rebuilding it from the tables");
+                std::fs::remove_dir_all(dir).map_err(IndexerError::io(dir))?;
+                Self::open_existing_or_new(dir)
+            }
+        }
+    }
+
+    fn open_existing_or_new(dir: &Path) -> Result<LexicalIndex> {
+        std::fs::create_dir_all(dir).map_err(IndexerError::io(dir))?;
+        let (schema, fields) = schema();
+        let has_meta = dir.join("meta.json").exists();
+        let index = if has_meta {
+            let index = Index::open_in_dir(dir)?;
+            if index.schema() != schema {
+                return Err(IndexerError::corrupt(
+                    "lexical index",
+                    "schema differs from this version's",
+                ));
+            }
+            index
+        } else {
+            Index::create_in_dir(dir, schema)?
+        };
+        let analyzer = analyzer()?;
+        index.tokenizers().register(ANALYZER, analyzer.clone());
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()?;
+        let writer = index.writer(WRITER_HEAP)?;
+        let committed = committed_seq(&index)?;
+        // Touch every segment once so damage shows now, not mid-recall.
+        let searcher = reader.searcher();
+        for segment in searcher.segment_readers() {
+            segment.fast_fields().u64("seq")?;
+        }
+        Ok(LexicalIndex {
+            path: dir.to_path_buf(),
+            index,
+            reader,
+            fields,
+            analyzer,
+            writer: Mutex::new(WriterState {
+                writer,
+                added_seq: committed,
+                dirty: false,
+            }),
+        })
+    }
+
+    /// Highest sequence number whose document is in the index (committed or not).
+    pub(crate) fn indexed_seq(&self) -> Result<u64> {
+        Ok(self.lock()?.added_seq)
+    }
+
+    fn lock(&self) -> Result<std::sync::MutexGuard<'_, WriterState>> {
+        self.writer
+            .lock()
+            .map_err(|_| IndexerError::corrupt("lexical index", "writer lock poisoned"))
+    }
+
+    /// Adds documents for memory rows whose sequence number is above what the
+    /// index holds; rows at or below it are skipped, so replays are idempotent.
+    pub(crate) fn add(&self, rows: &[&MemoryRow]) -> Result<()> {
+        let mut state = self.lock()?;
+        for row in rows {
+            if row.seq <= state.added_seq {
+                continue;
+            }
+            let text = match &row.title {
+                Some(title) => format!("{title}\n{}", row.content),
+                None => row.content.clone(),
+            };
+            state.writer.add_document(doc!(
+                self.fields.seq => row.seq,
+                self.fields.tenant => row.tenant.as_str(),
+                self.fields.bank => row.bank.as_str(),
+                self.fields.text => text,
+            ))?;
+            state.added_seq = row.seq;
+            state.dirty = true;
+        }
+        Ok(())
+    }
+
+    /// Makes everything added searchable and durable, recording the highest
+    /// sequence number in the commit.
+    pub(crate) fn commit(&self) -> Result<()> {
+        let mut state = self.lock()?;
+        self.commit_locked(&mut state)
+    }
+
+    fn commit_locked(&self, state: &mut WriterState) -> Result<()> {
+        if !state.dirty {
+            return Ok(());
+        }
+        let mut prepared = state.writer.prepare_commit()?;
+        prepared.set_payload(&state.added_seq.to_string());
+        prepared.commit()?;
+        self.reader.reload()?;
+        state.dirty = false;
+        Ok(())
+    }
+
+    /// BM25 top `limit` within one tenant and the given banks.
+    ///
+    /// The scope is part of the query (zero-scored filter clauses), so no
+    /// other tenant's or bank's document can be a candidate.
+    pub(crate) fn search(
+        &self,
+        tenant: &str,
+        banks: &[&str],
+        text: &str,
+        limit: usize,
+    ) -> Result<Vec<LexicalHit>> {
+        if banks.is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        {
+            let mut state = self.lock()?;
+            self.commit_locked(&mut state)?;
+        }
+        let terms = self.terms(text);
+        if terms.is_empty() {
+            return Ok(Vec::new());
+        }
+        let words: Vec<(Occur, Box<dyn Query>)> = terms
+            .into_iter()
+            .map(|t| {
+                let term = Term::from_field_text(self.fields.text, &t);
+                let q: Box<dyn Query> = Box::new(TermQuery::new(term, IndexRecordOption::WithFreqs));
+                (Occur::Should, q)
+            })
+            .collect();
+        let bank_clauses: Vec<(Occur, Box<dyn Query>)> = banks
+            .iter()
+            .map(|b| {
+                let q: Box<dyn Query> = Box::new(TermQuery::new(
+                    Term::from_field_text(self.fields.bank, b),
+                    IndexRecordOption::Basic,
+                ));
+                (Occur::Should, q)
+            })
+            .collect();
+        let tenant_filter = TermQuery::new(
+            Term::from_field_text(self.fields.tenant, tenant),
+            IndexRecordOption::Basic,
+        );
+        let query = BooleanQuery::new(vec![
+            (Occur::Must, Box::new(BooleanQuery::new(words)) as Box<dyn Query>),
+            (
+                Occur::Must,
+                Box::new(ConstScoreQuery::new(Box::new(tenant_filter), 0.0)),
+            ),
+            (
+                Occur::Must,
+                Box::new(ConstScoreQuery::new(
+                    Box::new(BooleanQuery::new(bank_clauses)),
+                    0.0,
+                )),
+            ),
+        ]);
+        let searcher = self.reader.searcher();
+        let top = searcher.search(&query, &TopDocs::with_limit(limit).order_by_score())?;
+        let mut hits = Vec::with_capacity(top.len());
+        for (score, address) in top {
+            let column = searcher
+                .segment_reader(address.segment_ord)
+                .fast_fields()
+                .u64("seq")?;
+            let seq = column.first(address.doc_id).ok_or_else(|| {
+                IndexerError::corrupt(
+                    format!("lexical index at {}", self.path.display()),
+                    "document without a sequence number",
+                )
+            })?;
+            hits.push(LexicalHit { seq, score });
+        }
+        Ok(hits)
+    }
+
+    /// The distinct analyzed terms of `text` (lowercased, stemmed, no stop words).
+    fn terms(&self, text: &str) -> BTreeSet<String> {
+        let mut analyzer = self.analyzer.clone();
+        let mut stream = analyzer.token_stream(text);
+        let mut terms = BTreeSet::new();
+        while stream.advance() {
+            terms.insert(stream.token().text.clone());
+        }
+        terms
+    }
+
+    /// Documents in the index (committed).
+    #[cfg(test)]
+    pub(crate) fn num_docs(&self) -> u64 {
+        self.reader.searcher().num_docs()
+    }
+
+    /// The index directory.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Drops every document and starts over (used when the index is ahead of
+    /// the tables, which only a damaged or foreign index can be).
+    pub(crate) fn clear(&self) -> Result<()> {
+        let mut state = self.lock()?;
+        state.writer.delete_all_documents()?;
+        state.added_seq = 0;
+        state.dirty = true;
+        self.commit_locked(&mut state)
+    }
+
+    #[cfg(test)]
+    fn index(&self) -> &Index {
+        &self.index
+    }
+}
+
+fn committed_seq(index: &Index) -> Result<u64> {
+    let metas = index.load_metas()?;
+    match metas.payload {
+        None => Ok(0),
+        Some(p) => p
+            .parse::<u64>()
+            .map_err(|_| IndexerError::corrupt("lexical index", format!("bad commit payload {p:?}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(seq: u64, tenant: &str, bank: &str, content: &str) -> MemoryRow {
+        MemoryRow {
+            seq,
+            id: format!("id{seq}"),
+            tenant: tenant.into(),
+            bank: bank.into(),
+            kind: "note".into(),
+            title: None,
+            content: content.into(),
+            elements: vec![],
+            source: "explicit".into(),
+            trust: "agent".into(),
+            agent: None,
+            session_id: None,
+            confidence: 1.0,
+            observed_at_ms: 0,
+            created_at_ms: 0,
+            expires_at_ms: None,
+            supersedes: None,
+            vector: None,
+        }
+    }
+
+    #[test]
+    fn scope_is_part_of_the_query_and_stemming_matches() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = LexicalIndex::open(dir.path()).unwrap();
+        let a = row(1, "acme", "org", "The deploys failed because of caching");
+        let b = row(2, "other", "org", "deploy failed again caching");
+        let c = row(3, "acme", "user:bob", "deploy failing with caches");
+        index.add(&[&a, &b, &c]).unwrap();
+        let hits = index.search("acme", &["org"], "deploy cache", 10).unwrap();
+        assert_eq!(hits.iter().map(|h| h.seq).collect::<Vec<_>>(), vec![1]);
+        let hits = index
+            .search("acme", &["org", "user:bob"], "deploying", 10)
+            .unwrap();
+        assert_eq!(hits.len(), 2);
+        assert!(index.search("acme", &["org"], "the of", 10).unwrap().is_empty());
+    }
+
+    #[test]
+    fn commit_records_the_sequence_and_reopen_skips_what_is_there() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let index = LexicalIndex::open(dir.path()).unwrap();
+            index.add(&[&row(7, "t", "b", "alpha beta")]).unwrap();
+            index.commit().unwrap();
+        }
+        let index = LexicalIndex::open(dir.path()).unwrap();
+        assert_eq!(index.indexed_seq().unwrap(), 7);
+        index.add(&[&row(7, "t", "b", "alpha beta")]).unwrap();
+        index.commit().unwrap();
+        assert_eq!(index.num_docs(), 1);
+        assert_eq!(committed_seq(index.index()).unwrap(), 7);
+    }
+
+    #[test]
+    fn a_damaged_index_is_rebuilt_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let index = LexicalIndex::open(dir.path()).unwrap();
+            index.add(&[&row(1, "t", "b", "alpha")]).unwrap();
+            index.commit().unwrap();
+        }
+        std::fs::write(dir.path().join("meta.json"), b"{not json").unwrap();
+        let index = LexicalIndex::open(dir.path()).unwrap();
+        assert_eq!(index.indexed_seq().unwrap(), 0);
+        assert_eq!(index.num_docs(), 0);
+    }
+}

@@ -1,0 +1,55 @@
+//! Storage and indexes for recall.
+//!
+//! - [`Store`]: the durable store. A write-ahead log ([`Durability`]) in front
+//!   of two LanceDB tables, `memories` (one immutable row per memory, vector as
+//!   `FixedSizeList<Float32, dim>`) and `events` (every later change), with a
+//!   tantivy BM25 index ([`LexicalSearcher`]) derived from them and caught up
+//!   or rebuilt at open.
+//! - [`VectorSet`]: one tenant's vectors in memory and the nearest-neighbour
+//!   scan of the hot recall path (exact, or sign codes + exact re-scoring).
+//! - [`Embedder`]: text → vector; [`FastEmbedder`] runs all-MiniLM-L6-v2
+//!   locally, [`HashEmbedder`] is a deterministic stand-in for tests.
+//!
+//! ```
+//! use recall_indexer::{MemoryRow, Record, Store, StoreOptions};
+//! # tokio::runtime::Runtime::new()?.block_on(async {
+//! let dir = tempfile::tempdir()?;
+//! let (mut store, recovered) = Store::open(StoreOptions::new(dir.path(), 4)).await?;
+//! assert!(recovered.memories.is_empty());
+//! let row = MemoryRow {
+//!     seq: 0, id: "m1".into(), tenant: "acme".into(), bank: "org".into(),
+//!     kind: "note".into(), title: None, content: "deploys run at noon".into(),
+//!     elements: vec![], source: "explicit".into(), trust: "user".into(),
+//!     agent: None, session_id: None, confidence: 1.0, observed_at_ms: 0,
+//!     created_at_ms: 0, expires_at_ms: None, supersedes: None,
+//!     vector: Some(vec![1.0, 0.0, 0.0, 0.0]),
+//! };
+//! store.append(vec![Record::Memory(row)]).await?;
+//! let hits = store.lexical().search("acme", &["org"], "deploy", 10)?;
+//! assert_eq!(hits.len(), 1);
+//! drop(store);
+//! let (_, recovered) = Store::open(StoreOptions::new(dir.path(), 4)).await?;
+//! assert_eq!(recovered.memories.len(), 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # })?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![deny(missing_docs)]
+
+mod embedder;
+mod error;
+mod lexical;
+mod rows;
+mod store;
+mod table;
+mod vectors;
+mod wal;
+
+pub use embedder::{
+    embed_checked, normalized, Embedder, FastEmbedder, HashEmbedder, DEFAULT_DIM, ORT_LIBRARY,
+};
+pub use error::{IndexerError, Result};
+pub use lexical::LexicalHit;
+pub use rows::{EventRow, MemoryRow, Record};
+pub use store::{Durability, LexicalSearcher, Recovered, Store, StoreOptions};
+pub use vectors::{ScanConfig, VectorSet};

@@ -1,0 +1,255 @@
+//! The durable store: write-ahead log in front of the LanceDB tables, with the
+//! tantivy index kept in step.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::error::{IndexerError, Result};
+use crate::lexical::{LexicalHit, LexicalIndex};
+use crate::rows::{EventRow, MemoryRow, Record};
+use crate::table::Tables;
+use crate::wal::Wal;
+
+/// What a successful write guarantees. recall has one level today; it is
+/// named so the guarantee is written down where callers look.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Durability {
+    /// The write is in the write-ahead log and fsynced before the call
+    /// returns: a crash or `kill -9` right after loses nothing. Records reach
+    /// the LanceDB tables in batches ([`StoreOptions::flush_every`]) and the
+    /// log is replayed at open, so the tables plus the log always hold every
+    /// acknowledged write exactly once.
+    #[default]
+    Immediate,
+}
+
+/// How a [`Store`] is opened.
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    /// The data directory (tables in `tables/`, BM25 index in `lexical/`, log in `wal.log`).
+    pub dir: PathBuf,
+    /// Vector width of the `memories` table.
+    pub dim: usize,
+    /// Records buffered in the log before they are written to the tables. Default 1,024.
+    pub flush_every: usize,
+    /// Table flushes between compactions of small fragments. Default 16.
+    pub compact_every: usize,
+}
+
+impl StoreOptions {
+    /// Defaults for a data directory and vector width.
+    pub fn new(dir: impl Into<PathBuf>, dim: usize) -> StoreOptions {
+        StoreOptions {
+            dir: dir.into(),
+            dim,
+            flush_every: 1024,
+            compact_every: 16,
+        }
+    }
+}
+
+/// Everything the store held at open, in sequence order: the engine folds it
+/// into its in-memory state.
+#[derive(Debug, Default)]
+pub struct Recovered {
+    /// All memory rows.
+    pub memories: Vec<MemoryRow>,
+    /// All events.
+    pub events: Vec<EventRow>,
+    /// How many records came from the write-ahead log (written but not yet in the tables).
+    pub replayed: usize,
+}
+
+/// Searches the BM25 index; cheap to clone and usable while the store writes.
+#[derive(Clone)]
+pub struct LexicalSearcher {
+    index: Arc<LexicalIndex>,
+}
+
+impl LexicalSearcher {
+    /// BM25 top `limit` of `text` within `tenant` and `banks` (the scope is
+    /// part of the query). Raw tantivy scores.
+    pub fn search(
+        &self,
+        tenant: &str,
+        banks: &[&str],
+        text: &str,
+        limit: usize,
+    ) -> Result<Vec<LexicalHit>> {
+        self.index.search(tenant, banks, text, limit)
+    }
+}
+
+/// The durable store. One writer at a time (`&mut self`); searching goes
+/// through [`LexicalSearcher`].
+pub struct Store {
+    options: StoreOptions,
+    tables: Tables,
+    wal: Wal,
+    lexical: Arc<LexicalIndex>,
+    pending: Vec<Record>,
+    next_seq: u64,
+    flushes: usize,
+}
+
+impl Store {
+    /// Opens (or creates) the store, replays the write-ahead log into the
+    /// tables, and catches the BM25 index up with the tables (rebuilding it
+    /// when it is damaged).
+    pub async fn open(options: StoreOptions) -> Result<(Store, Recovered)> {
+        let dir = options.dir.clone();
+        std::fs::create_dir_all(&dir).map_err(IndexerError::io(&dir))?;
+        let uri = dir.join("tables");
+        let uri = uri
+            .to_str()
+            .ok_or_else(|| IndexerError::corrupt("data directory", "path is not UTF-8"))?;
+        let tables = Tables::open(uri, options.dim).await?;
+        let mut memories = tables.load_memories().await?;
+        let mut events = tables.load_events().await?;
+        let memories_upto = memories.last().map_or(0, |m| m.seq);
+        let events_upto = events.last().map_or(0, |e| e.seq);
+
+        let (mut wal, batches) = Wal::open(&dir.join("wal.log"))?;
+        let mut replay_memories = Vec::new();
+        let mut replay_events = Vec::new();
+        for record in batches.into_iter().flatten() {
+            match record {
+                Record::Memory(m) if m.seq > memories_upto => replay_memories.push(m),
+                Record::Event(e) if e.seq > events_upto => replay_events.push(e),
+                _ => {}
+            }
+        }
+        let replayed = replay_memories.len() + replay_events.len();
+        if replayed > 0 {
+            tracing::info!(replayed, "replaying the write-ahead log into the tables");
+            tables
+                .append_memories(&replay_memories.iter().collect::<Vec<_>>())
+                .await?;
+            tables
+                .append_events(&replay_events.iter().collect::<Vec<_>>())
+                .await?;
+        }
+        wal.reset()?;
+        memories.extend(replay_memories);
+        events.extend(replay_events);
+
+        let lexical = Arc::new(LexicalIndex::open(&dir.join("lexical"))?);
+        let last_memory = memories.last().map_or(0, |m| m.seq);
+        if lexical.indexed_seq()? > last_memory {
+            tracing::warn!(path = %lexical.path().display(), "lexical index is ahead of the tables; rebuilding it");
+            lexical.clear()?;
+        }
+        let from = lexical.indexed_seq()?;
+        let missing: Vec<&MemoryRow> = memories.iter().filter(|m| m.seq > from).collect();
+        if !missing.is_empty() {
+            tracing::info!(documents = missing.len(), "catching the lexical index up");
+            lexical.add(&missing)?;
+            lexical.commit()?;
+        }
+
+        let next_seq = 1 + last_memory.max(events.last().map_or(0, |e| e.seq));
+        Ok((
+            Store {
+                options,
+                tables,
+                wal,
+                lexical,
+                pending: Vec::new(),
+                next_seq,
+                flushes: 0,
+            },
+            Recovered {
+                memories,
+                events,
+                replayed,
+            },
+        ))
+    }
+
+    /// A handle for BM25 searches that does not borrow the store.
+    pub fn lexical(&self) -> LexicalSearcher {
+        LexicalSearcher {
+            index: self.lexical.clone(),
+        }
+    }
+
+    /// Writes a batch durably ([`Durability::Immediate`]) and returns it with
+    /// sequence numbers assigned. The batch is one log frame: after a crash it
+    /// is there whole or (if this call did not return) not at all.
+    pub async fn append(&mut self, mut records: Vec<Record>) -> Result<Vec<Record>> {
+        for record in &mut records {
+            record.set_seq(self.next_seq);
+            self.next_seq += 1;
+        }
+        self.wal.append(&records)?;
+        let memories: Vec<&MemoryRow> = records
+            .iter()
+            .filter_map(|r| match r {
+                Record::Memory(m) => Some(m),
+                Record::Event(_) => None,
+            })
+            .collect();
+        if let Err(e) = self.lexical.add(&memories) {
+            // The write is durable; the index is caught up from the tables at the next open.
+            tracing::error!(error = %e, "lexical index rejected a document");
+        }
+        self.pending.extend(records.iter().cloned());
+        if self.pending.len() >= self.options.flush_every {
+            if let Err(e) = self.flush().await {
+                tracing::warn!(error = %e, "flushing the log to the tables failed; will retry");
+            }
+        }
+        Ok(records)
+    }
+
+    /// Moves everything in the log into the tables, empties the log, commits
+    /// the BM25 index, and now and then compacts the tables.
+    pub async fn flush(&mut self) -> Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let mut memories = Vec::new();
+        let mut events = Vec::new();
+        for record in &self.pending {
+            match record {
+                Record::Memory(m) => memories.push(m),
+                Record::Event(e) => events.push(e),
+            }
+        }
+        self.tables.append_memories(&memories).await?;
+        self.tables.append_events(&events).await?;
+        self.lexical.commit()?;
+        self.wal.reset()?;
+        self.pending.clear();
+        self.flushes += 1;
+        if self.options.compact_every > 0 && self.flushes % self.options.compact_every == 0 {
+            if let Err(e) = self.tables.compact().await {
+                tracing::warn!(error = %e, "table compaction failed; will retry later");
+            }
+        }
+        Ok(())
+    }
+
+    /// Flushes and compacts; call before dropping for a tidy directory (not
+    /// needed for safety: the log covers everything acknowledged).
+    pub async fn close(mut self) -> Result<()> {
+        self.flush().await?;
+        self.tables.compact().await
+    }
+
+    /// Records acknowledged but not yet in the tables.
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Bytes in the write-ahead log.
+    pub fn wal_bytes(&self) -> u64 {
+        self.wal.len()
+    }
+
+    /// The data directory.
+    pub fn dir(&self) -> &Path {
+        &self.options.dir
+    }
+}

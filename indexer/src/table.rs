@@ -1,0 +1,406 @@
+//! The LanceDB tables, the source of truth: `memories` (one immutable row per
+//! memory) and `events` (every later change, appended).
+
+use std::sync::Arc;
+
+use arrow_array::builder::{ListBuilder, StringBuilder};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float32Type, Int64Type, UInt64Type};
+use arrow_array::{
+    Array, ArrayRef, FixedSizeListArray, Float32Array, Int64Array, RecordBatch, StringArray,
+    UInt64Array,
+};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use futures::TryStreamExt;
+use lancedb::query::ExecutableQuery;
+use lancedb::table::OptimizeAction;
+use lancedb::{Connection, Table};
+
+use crate::error::{IndexerError, Result};
+use crate::rows::{EventRow, MemoryRow};
+
+const MEMORIES: &str = "memories";
+const EVENTS: &str = "events";
+
+/// Handle on the two tables of one data directory (or any LanceDB URI).
+#[derive(Clone)]
+pub(crate) struct Tables {
+    memories: Table,
+    events: Table,
+    dim: usize,
+}
+
+fn memory_schema(dim: usize) -> SchemaRef {
+    let item = Arc::new(Field::new("item", DataType::Float32, true));
+    Arc::new(Schema::new(vec![
+        Field::new("seq", DataType::UInt64, false),
+        Field::new("id", DataType::Utf8, false),
+        Field::new("tenant", DataType::Utf8, false),
+        Field::new("bank", DataType::Utf8, false),
+        Field::new("kind", DataType::Utf8, false),
+        Field::new("title", DataType::Utf8, true),
+        Field::new("content", DataType::Utf8, false),
+        Field::new(
+            "elements",
+            DataType::List(Arc::new(Field::new("item", DataType::Utf8, true))),
+            false,
+        ),
+        Field::new("source", DataType::Utf8, false),
+        Field::new("trust", DataType::Utf8, false),
+        Field::new("agent", DataType::Utf8, true),
+        Field::new("session_id", DataType::Utf8, true),
+        Field::new("confidence", DataType::Float32, false),
+        Field::new("observed_at_ms", DataType::Int64, false),
+        Field::new("created_at_ms", DataType::Int64, false),
+        Field::new("expires_at_ms", DataType::Int64, true),
+        Field::new("supersedes", DataType::Utf8, true),
+        Field::new("vector", DataType::FixedSizeList(item, dim as i32), true),
+    ]))
+}
+
+fn event_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("seq", DataType::UInt64, false),
+        Field::new("tenant", DataType::Utf8, false),
+        Field::new("memory_id", DataType::Utf8, false),
+        Field::new("op", DataType::Utf8, false),
+        Field::new("at_ms", DataType::Int64, false),
+        Field::new("arg", DataType::Utf8, true),
+    ]))
+}
+
+impl Tables {
+    /// Opens the tables under `uri`, creating them if they do not exist. The
+    /// vector column's width is fixed at creation; reopening with another
+    /// dimension is an error rather than a silent mix.
+    pub(crate) async fn open(uri: &str, dim: usize) -> Result<Tables> {
+        let db = lancedb::connect(uri)
+            .execute()
+            .await
+            .map_err(IndexerError::lance(MEMORIES))?;
+        let memories = open_or_create(&db, MEMORIES, memory_schema(dim)).await?;
+        let events = open_or_create(&db, EVENTS, event_schema()).await?;
+        let schema = memories
+            .schema()
+            .await
+            .map_err(IndexerError::lance(MEMORIES))?;
+        match schema.field_with_name("vector").map(|f| f.data_type().clone()) {
+            Ok(DataType::FixedSizeList(_, width)) if width as usize == dim => {}
+            other => {
+                return Err(IndexerError::corrupt(
+                    "memories table",
+                    format!("vector column is {other:?}, expected {dim} floats"),
+                ))
+            }
+        }
+        Ok(Tables {
+            memories,
+            events,
+            dim,
+        })
+    }
+
+    pub(crate) async fn append_memories(&self, rows: &[&MemoryRow]) -> Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let batch = memories_to_batch(rows, self.dim)?;
+        self.memories
+            .add(batch)
+            .execute()
+            .await
+            .map_err(IndexerError::lance(MEMORIES))?;
+        Ok(())
+    }
+
+    pub(crate) async fn append_events(&self, rows: &[&EventRow]) -> Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let batch = events_to_batch(rows)?;
+        self.events
+            .add(batch)
+            .execute()
+            .await
+            .map_err(IndexerError::lance(EVENTS))?;
+        Ok(())
+    }
+
+    pub(crate) async fn load_memories(&self) -> Result<Vec<MemoryRow>> {
+        let batches = scan(&self.memories, MEMORIES).await?;
+        let mut rows = Vec::new();
+        for batch in &batches {
+            batch_to_memories(batch, &mut rows)?;
+        }
+        rows.sort_by_key(|r| r.seq);
+        Ok(rows)
+    }
+
+    pub(crate) async fn load_events(&self) -> Result<Vec<EventRow>> {
+        let batches = scan(&self.events, EVENTS).await?;
+        let mut rows = Vec::new();
+        for batch in &batches {
+            batch_to_events(batch, &mut rows)?;
+        }
+        rows.sort_by_key(|r| r.seq);
+        Ok(rows)
+    }
+
+    /// Merges the small fragments that batched appends leave behind.
+    pub(crate) async fn compact(&self) -> Result<()> {
+        for (table, name) in [(&self.memories, MEMORIES), (&self.events, EVENTS)] {
+            table
+                .optimize(OptimizeAction::All)
+                .await
+                .map_err(IndexerError::lance(name))?;
+        }
+        Ok(())
+    }
+}
+
+async fn open_or_create(db: &Connection, name: &str, schema: SchemaRef) -> Result<Table> {
+    match db.open_table(name).execute().await {
+        Ok(table) => Ok(table),
+        Err(lancedb::Error::TableNotFound { .. }) => db
+            .create_empty_table(name, schema)
+            .execute()
+            .await
+            .map_err(IndexerError::lance(name)),
+        Err(e) => Err(IndexerError::lance(name)(e)),
+    }
+}
+
+async fn scan(table: &Table, name: &str) -> Result<Vec<RecordBatch>> {
+    table
+        .query()
+        .execute()
+        .await
+        .map_err(IndexerError::lance(name))?
+        .try_collect::<Vec<_>>()
+        .await
+        .map_err(IndexerError::lance(name))
+}
+
+fn memories_to_batch(rows: &[&MemoryRow], dim: usize) -> Result<RecordBatch> {
+    let text = |f: fn(&MemoryRow) -> &str| -> ArrayRef {
+        Arc::new(StringArray::from_iter_values(rows.iter().map(|r| f(r))))
+    };
+    let opt_text = |f: fn(&MemoryRow) -> Option<&str>| -> ArrayRef {
+        Arc::new(rows.iter().map(|r| f(r)).collect::<StringArray>())
+    };
+    let mut elements = ListBuilder::new(StringBuilder::new());
+    for row in rows {
+        for element in &row.elements {
+            elements.values().append_value(element);
+        }
+        elements.append(true);
+    }
+    for row in rows {
+        if let Some(v) = &row.vector {
+            if v.len() != dim {
+                return Err(IndexerError::Embedding(format!(
+                    "vector of {} floats for a {dim}-float table",
+                    v.len()
+                )));
+            }
+        }
+    }
+    let vectors = FixedSizeListArray::from_iter_primitive::<Float32Type, _, _>(
+        rows.iter()
+            .map(|r| r.vector.as_ref().map(|v| v.iter().copied().map(Some))),
+        dim as i32,
+    );
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.seq))),
+        text(|r| &r.id),
+        text(|r| &r.tenant),
+        text(|r| &r.bank),
+        text(|r| &r.kind),
+        opt_text(|r| r.title.as_deref()),
+        text(|r| &r.content),
+        Arc::new(elements.finish()),
+        text(|r| &r.source),
+        text(|r| &r.trust),
+        opt_text(|r| r.agent.as_deref()),
+        opt_text(|r| r.session_id.as_deref()),
+        Arc::new(Float32Array::from_iter_values(
+            rows.iter().map(|r| r.confidence),
+        )),
+        Arc::new(Int64Array::from_iter_values(
+            rows.iter().map(|r| r.observed_at_ms),
+        )),
+        Arc::new(Int64Array::from_iter_values(
+            rows.iter().map(|r| r.created_at_ms),
+        )),
+        Arc::new(rows.iter().map(|r| r.expires_at_ms).collect::<Int64Array>()),
+        opt_text(|r| r.supersedes.as_deref()),
+        Arc::new(vectors),
+    ];
+    RecordBatch::try_new(memory_schema(dim), columns)
+        .map_err(|e| IndexerError::corrupt("memory batch", e.to_string()))
+}
+
+fn events_to_batch(rows: &[&EventRow]) -> Result<RecordBatch> {
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.seq))),
+        Arc::new(StringArray::from_iter_values(
+            rows.iter().map(|r| r.tenant.as_str()),
+        )),
+        Arc::new(StringArray::from_iter_values(
+            rows.iter().map(|r| r.memory_id.as_str()),
+        )),
+        Arc::new(StringArray::from_iter_values(
+            rows.iter().map(|r| r.op.as_str()),
+        )),
+        Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.at_ms))),
+        Arc::new(rows.iter().map(|r| r.arg.as_deref()).collect::<StringArray>()),
+    ];
+    RecordBatch::try_new(event_schema(), columns)
+        .map_err(|e| IndexerError::corrupt("event batch", e.to_string()))
+}
+
+/// Typed column access that reports a damaged table instead of panicking.
+struct Columns<'a> {
+    batch: &'a RecordBatch,
+    table: &'static str,
+}
+
+impl<'a> Columns<'a> {
+    fn get(&self, name: &str) -> Result<&'a ArrayRef> {
+        self.batch
+            .column_by_name(name)
+            .ok_or_else(|| IndexerError::corrupt(self.table, format!("column `{name}` missing")))
+    }
+    fn wrong(&self, name: &str) -> IndexerError {
+        IndexerError::corrupt(self.table, format!("column `{name}` has the wrong type"))
+    }
+    fn text(&self, name: &str) -> Result<&'a StringArray> {
+        self.get(name)?
+            .as_string_opt::<i32>()
+            .ok_or_else(|| self.wrong(name))
+    }
+    fn u64(&self, name: &str) -> Result<&'a UInt64Array> {
+        self.get(name)?
+            .as_primitive_opt::<UInt64Type>()
+            .ok_or_else(|| self.wrong(name))
+    }
+    fn i64(&self, name: &str) -> Result<&'a Int64Array> {
+        self.get(name)?
+            .as_primitive_opt::<Int64Type>()
+            .ok_or_else(|| self.wrong(name))
+    }
+    fn f32(&self, name: &str) -> Result<&'a Float32Array> {
+        self.get(name)?
+            .as_primitive_opt::<Float32Type>()
+            .ok_or_else(|| self.wrong(name))
+    }
+}
+
+fn opt_str(array: &StringArray, i: usize) -> Option<String> {
+    array.is_valid(i).then(|| array.value(i).to_string())
+}
+
+fn batch_to_memories(batch: &RecordBatch, out: &mut Vec<MemoryRow>) -> Result<()> {
+    let c = Columns {
+        batch,
+        table: MEMORIES,
+    };
+    let (seq, id, tenant, bank, kind) = (
+        c.u64("seq")?,
+        c.text("id")?,
+        c.text("tenant")?,
+        c.text("bank")?,
+        c.text("kind")?,
+    );
+    let (title, content, source, trust) = (
+        c.text("title")?,
+        c.text("content")?,
+        c.text("source")?,
+        c.text("trust")?,
+    );
+    let (agent, session_id, supersedes) = (
+        c.text("agent")?,
+        c.text("session_id")?,
+        c.text("supersedes")?,
+    );
+    let confidence = c.f32("confidence")?;
+    let (observed, created, expires) = (
+        c.i64("observed_at_ms")?,
+        c.i64("created_at_ms")?,
+        c.i64("expires_at_ms")?,
+    );
+    let elements = c
+        .get("elements")?
+        .as_list_opt::<i32>()
+        .ok_or_else(|| c.wrong("elements"))?;
+    let vectors = c
+        .get("vector")?
+        .as_fixed_size_list_opt()
+        .ok_or_else(|| c.wrong("vector"))?;
+    for i in 0..batch.num_rows() {
+        let element_values = elements.value(i);
+        let element_values = element_values
+            .as_string_opt::<i32>()
+            .ok_or_else(|| c.wrong("elements"))?;
+        let vector = if vectors.is_valid(i) {
+            let values = vectors.value(i);
+            let values = values
+                .as_primitive_opt::<Float32Type>()
+                .ok_or_else(|| c.wrong("vector"))?;
+            Some(values.values().to_vec())
+        } else {
+            None
+        };
+        out.push(MemoryRow {
+            seq: seq.value(i),
+            id: id.value(i).to_string(),
+            tenant: tenant.value(i).to_string(),
+            bank: bank.value(i).to_string(),
+            kind: kind.value(i).to_string(),
+            title: opt_str(title, i),
+            content: content.value(i).to_string(),
+            elements: element_values
+                .iter()
+                .flatten()
+                .map(str::to_string)
+                .collect(),
+            source: source.value(i).to_string(),
+            trust: trust.value(i).to_string(),
+            agent: opt_str(agent, i),
+            session_id: opt_str(session_id, i),
+            confidence: confidence.value(i),
+            observed_at_ms: observed.value(i),
+            created_at_ms: created.value(i),
+            expires_at_ms: expires.is_valid(i).then(|| expires.value(i)),
+            supersedes: opt_str(supersedes, i),
+            vector,
+        });
+    }
+    Ok(())
+}
+
+fn batch_to_events(batch: &RecordBatch, out: &mut Vec<EventRow>) -> Result<()> {
+    let c = Columns {
+        batch,
+        table: EVENTS,
+    };
+    let (seq, tenant, memory_id, op, at, arg) = (
+        c.u64("seq")?,
+        c.text("tenant")?,
+        c.text("memory_id")?,
+        c.text("op")?,
+        c.i64("at_ms")?,
+        c.text("arg")?,
+    );
+    for i in 0..batch.num_rows() {
+        out.push(EventRow {
+            seq: seq.value(i),
+            tenant: tenant.value(i).to_string(),
+            memory_id: memory_id.value(i).to_string(),
+            op: op.value(i).to_string(),
+            at_ms: at.value(i),
+            arg: opt_str(arg, i),
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,5 @@
+# Sourced by the project's scripts: one cargo target dir outside the clone,
+# shared by the demo, the tests and CI, so a second run is incremental.
+export CARGO_TARGET_DIR="${RECALL_TARGET_DIR:-$HOME/.cache/recall/target}"
+export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+mkdir -p "$CARGO_TARGET_DIR"

