@@ -6,4 +6,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 bash scripts/setup.sh
 source scripts/env.sh
-cargo run --quiet --bin recall -- demo "$@"
+# Build every target, as the test command does, so both share one set of
+# compiled dependencies (dev-dependencies change feature unification).
+cargo build --workspace --all-targets
+exec "$CARGO_TARGET_DIR/debug/recall" demo "$@"

@@ -2,8 +2,8 @@
 //! profile the rest of the workspace uses (see bench/README.md):
 //! `cargo bench --profile dev -p recall-bench`.
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use recall_bench::{banks, corpus, fill, open_engine, to_new, TENANT};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use recall_bench::{TENANT, banks, corpus, fill, open_engine, to_new};
 use recall_datasets::query_near;
 use recall_indexer::{ScanConfig, VectorSet};
 
@@ -20,7 +20,10 @@ fn vector_scan(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("exact", n), &n, |b, _| {
             b.iter(|| set.nearest_exact(&query, 100, |_| true))
         });
-        let coded = ScanConfig { exact_limit: 0, ..ScanConfig::default() };
+        let coded = ScanConfig {
+            exact_limit: 0,
+            ..ScanConfig::default()
+        };
         group.bench_with_input(BenchmarkId::new("coded", n), &n, |b, _| {
             b.iter(|| set.nearest(&query, 100, coded, |_| true))
         });

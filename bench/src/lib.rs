@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use recall::{Config, Engine, HashEmbedder, Kind, ModelSource, NewMemory};
-use recall_datasets::{synthetic_corpus, SyntheticMemory};
+use recall_datasets::{SyntheticMemory, synthetic_corpus};
 
 /// Vector width of the default model, used for speed runs.
 pub const DIM: usize = 384;
@@ -15,7 +15,8 @@ pub const TENANT: &str = "bench";
 /// Opens an engine whose embedder is only a width placeholder: benches pass
 /// vectors in, so the model's cost is excluded from what they time.
 pub async fn open_engine(dir: &Path) -> recall::Result<Engine> {
-    Engine::open(Config::new(dir).model(ModelSource::Custom(Arc::new(HashEmbedder::new(DIM))))).await
+    Engine::open(Config::new(dir).model(ModelSource::Custom(Arc::new(HashEmbedder::new(DIM)))))
+        .await
 }
 
 /// The bench corpus: `n` memories over `n / 50` topics, seed 42.
@@ -34,7 +35,9 @@ pub fn to_new(m: &SyntheticMemory) -> NewMemory {
 /// Writes the corpus in batches of 1,000 through the normal write path.
 pub async fn fill(engine: &Engine, corpus: &[SyntheticMemory]) -> recall::Result<()> {
     for chunk in corpus.chunks(1000) {
-        engine.remember_many(chunk.iter().map(to_new).collect()).await?;
+        engine
+            .remember_many(chunk.iter().map(to_new).collect())
+            .await?;
     }
     engine.flush().await
 }

@@ -24,27 +24,69 @@ pub struct SyntheticMemory {
 }
 
 const SERVICES: &[&str] = &[
-    "ApiGateway", "PaymentsService", "SearchService", "AuthService", "Checkout", "Inventory",
-    "Notifications", "Billing", "Reporting", "Scheduler", "Frontend", "Postgres", "Redis", "Kafka",
+    "ApiGateway",
+    "PaymentsService",
+    "SearchService",
+    "AuthService",
+    "Checkout",
+    "Inventory",
+    "Notifications",
+    "Billing",
+    "Reporting",
+    "Scheduler",
+    "Frontend",
+    "Postgres",
+    "Redis",
+    "Kafka",
 ];
 const TEMPLATES: &[(&str, &str)] = &[
-    ("pitfall", "{svc} fails with error {code} when the {thing} exceeds {n} {unit}."),
-    ("pitfall", "Do not restart {svc} during the {thing} window; it drops in-flight requests after {n} {unit}."),
-    ("convention", "All changes to {svc} need a migration note and a {thing} check under {n} {unit}."),
-    ("convention", "{svc} logs use structured fields; the {thing} id is attached to every span."),
-    ("note", "The {thing} dashboard for {svc} shows p99 latency over the last {n} {unit}."),
-    ("note", "{svc} reads its {thing} settings from config/{svc_lower}.yaml at startup."),
-    ("fact", "{svc} runs {n} replicas behind the {thing} load balancer."),
-    ("fact", "The {thing} queue for {svc} retains messages for {n} {unit}."),
+    (
+        "pitfall",
+        "{svc} fails with error {code} when the {thing} exceeds {n} {unit}.",
+    ),
+    (
+        "pitfall",
+        "Do not restart {svc} during the {thing} window; it drops in-flight requests after {n} {unit}.",
+    ),
+    (
+        "convention",
+        "All changes to {svc} need a migration note and a {thing} check under {n} {unit}.",
+    ),
+    (
+        "convention",
+        "{svc} logs use structured fields; the {thing} id is attached to every span.",
+    ),
+    (
+        "note",
+        "The {thing} dashboard for {svc} shows p99 latency over the last {n} {unit}.",
+    ),
+    (
+        "note",
+        "{svc} reads its {thing} settings from config/{svc_lower}.yaml at startup.",
+    ),
+    (
+        "fact",
+        "{svc} runs {n} replicas behind the {thing} load balancer.",
+    ),
+    (
+        "fact",
+        "The {thing} queue for {svc} retains messages for {n} {unit}.",
+    ),
 ];
 const THINGS: &[&str] = &[
-    "payload", "batch", "retry", "cache", "session", "token", "export", "webhook", "index", "deploy",
+    "payload", "batch", "retry", "cache", "session", "token", "export", "webhook", "index",
+    "deploy",
 ];
 const UNITS: &[&str] = &["seconds", "minutes", "megabytes", "requests", "days"];
 
 fn unit_vector(rng: &mut ChaCha8Rng, dim: usize) -> Vec<f32> {
     let mut v: Vec<f32> = (0..dim).map(|_| rng.random::<f32>() * 2.0 - 1.0).collect();
-    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(f32::EPSILON);
+    let norm = v
+        .iter()
+        .map(|x| x * x)
+        .sum::<f32>()
+        .sqrt()
+        .max(f32::EPSILON);
     v.iter_mut().for_each(|x| *x /= norm);
     v
 }
@@ -62,7 +104,9 @@ fn unit_vector(rng: &mut ChaCha8Rng, dim: usize) -> Vec<f32> {
 /// ```
 pub fn synthetic_corpus(seed: u64, n: usize, dim: usize, topics: usize) -> Vec<SyntheticMemory> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let centroids: Vec<Vec<f32>> = (0..topics.max(1)).map(|_| unit_vector(&mut rng, dim)).collect();
+    let centroids: Vec<Vec<f32>> = (0..topics.max(1))
+        .map(|_| unit_vector(&mut rng, dim))
+        .collect();
     (0..n)
         .map(|i| {
             let topic = rng.random_range(0..centroids.len());
@@ -72,7 +116,12 @@ pub fn synthetic_corpus(seed: u64, n: usize, dim: usize, topics: usize) -> Vec<S
                 .zip(&noise)
                 .map(|(c, e)| c + 0.9 * e)
                 .collect();
-            let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt().max(f32::EPSILON);
+            let norm = vector
+                .iter()
+                .map(|x| x * x)
+                .sum::<f32>()
+                .sqrt()
+                .max(f32::EPSILON);
             vector.iter_mut().for_each(|x| *x /= norm);
             let svc = SERVICES[rng.random_range(0..SERVICES.len())];
             let (kind, template) = TEMPLATES[rng.random_range(0..TEMPLATES.len())];
@@ -85,7 +134,11 @@ pub fn synthetic_corpus(seed: u64, n: usize, dim: usize, topics: usize) -> Vec<S
                 .replace("{n}", &rng.random_range(2..500).to_string())
                 + &format!(" (ref #{i})");
             SyntheticMemory {
-                bank: if i % 5 == 0 { "org".to_string() } else { format!("repo:{}", svc.to_lowercase()) },
+                bank: if i % 5 == 0 {
+                    "org".to_string()
+                } else {
+                    format!("repo:{}", svc.to_lowercase())
+                },
                 kind,
                 content,
                 element: svc.to_string(),
@@ -99,8 +152,17 @@ pub fn synthetic_corpus(seed: u64, n: usize, dim: usize, topics: usize) -> Vec<S
 pub fn query_near(seed: u64, vector: &[f32]) -> Vec<f32> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let noise = unit_vector(&mut rng, vector.len());
-    let mut q: Vec<f32> = vector.iter().zip(&noise).map(|(v, e)| v + 0.45 * e).collect();
-    let norm = q.iter().map(|x| x * x).sum::<f32>().sqrt().max(f32::EPSILON);
+    let mut q: Vec<f32> = vector
+        .iter()
+        .zip(&noise)
+        .map(|(v, e)| v + 0.45 * e)
+        .collect();
+    let norm = q
+        .iter()
+        .map(|x| x * x)
+        .sum::<f32>()
+        .sqrt()
+        .max(f32::EPSILON);
     q.iter_mut().for_each(|x| *x /= norm);
     q
 }

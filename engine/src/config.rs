@@ -258,6 +258,9 @@ pub fn default_model_dirs() -> Vec<PathBuf> {
             dirs.push(parent.join("models"));
         }
     }
-    dirs.push(PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../models")));
+    dirs.push(PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../models"
+    )));
     dirs
 }

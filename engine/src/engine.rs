@@ -6,17 +6,17 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use ndarray::Array2;
 use rayon::prelude::*;
 use recall_indexer::{
-    embed_checked, normalized, Embedder, EventRow, FastEmbedder, LexicalSearcher, MemoryRow,
-    Record, Store, StoreOptions, DEFAULT_DIM,
+    DEFAULT_DIM, Embedder, EventRow, FastEmbedder, LexicalSearcher, MemoryRow, Record, Store,
+    StoreOptions, embed_checked, normalized,
 };
 use serde::Serialize;
 use uuid::Uuid;
 
-use crate::config::{default_model_dirs, Config, ModelSource};
+use crate::config::{Config, ModelSource, default_model_dirs};
 use crate::error::{Error, Result};
 use crate::memory::{Memory, NewMemory, Remembered, Similar, Source};
 use crate::recall::RecallBuilder;
-use crate::state::{op, to_ms, State, TenantState};
+use crate::state::{State, TenantState, op, to_ms};
 use crate::validate;
 
 /// The recall engine. Cheap to clone (`Arc` inside), `Send + Sync`; share one
@@ -241,10 +241,12 @@ impl Engine {
             validate::label("supersedes", s)?;
         }
         if let Some(v) = m.vector.take() {
-            m.vector = Some(normalized(v, self.inner.dim).map_err(|e| Error::InvalidInput {
-                field: "vector",
-                reason: e.to_string(),
-            })?);
+            m.vector = Some(
+                normalized(v, self.inner.dim).map_err(|e| Error::InvalidInput {
+                    field: "vector",
+                    reason: e.to_string(),
+                })?,
+            );
         }
         Ok(())
     }
@@ -305,7 +307,9 @@ impl Engine {
                 (Some(key), None) => return Err(Error::NotFound(key.clone())),
             };
             if let Some(title) = &item.title {
-                if let Some(holder) = tenant.and_then(|t| t.titles.get(title).map(|i| &t.memories[*i])) {
+                if let Some(holder) =
+                    tenant.and_then(|t| t.titles.get(title).map(|i| &t.memories[*i]))
+                {
                     if superseded.map(|s| s.id) != Some(holder.id) {
                         return Err(Error::TitleTaken {
                             title: title.clone(),
@@ -314,10 +318,16 @@ impl Engine {
                     }
                 }
                 if !batch_titles.insert((item.tenant.clone(), title.clone())) {
-                    return Err(Error::invalid("title", format!("`{title}` appears twice in the batch")));
+                    return Err(Error::invalid(
+                        "title",
+                        format!("`{title}` appears twice in the batch"),
+                    ));
                 }
             }
-            for f in fresh.iter().filter(|f| f.tenant == item.tenant && f.bank == item.bank) {
+            for f in fresh
+                .iter()
+                .filter(|f| f.tenant == item.tenant && f.bank == item.bank)
+            {
                 let cos = match (&item.vector, &f.vector, &gram) {
                     (Some(_), Some(_), Some(g)) => Some(g[[index, f.batch_index]]),
                     (Some(a), Some(b), None) => Some(a.iter().zip(b).map(|(x, y)| x * y).sum()),
@@ -433,7 +443,13 @@ impl Engine {
         near
     }
 
-    async fn append_event(&self, tenant: &str, id: Uuid, op: &str, arg: Option<String>) -> Result<()> {
+    async fn append_event(
+        &self,
+        tenant: &str,
+        id: Uuid,
+        op: &str,
+        arg: Option<String>,
+    ) -> Result<()> {
         let now = self.inner.config.clock.now();
         let mut store = self.inner.store.lock().await;
         let event = EventRow {
@@ -491,7 +507,10 @@ impl Engine {
         let old_memory = self.lookup(tenant, old)?;
         let new_memory = self.lookup(tenant, new)?;
         if old == new {
-            return Err(Error::invalid("supersede", "a memory cannot supersede itself"));
+            return Err(Error::invalid(
+                "supersede",
+                "a memory cannot supersede itself",
+            ));
         }
         if !old_memory.is_active() {
             return Err(Error::Conflict {

@@ -16,7 +16,9 @@ pub enum Error {
         reason: String,
     },
     /// The kind is not one of the closed set (§2).
-    #[error("unknown kind `{0}` (expected pitfall, convention, note, session_outcome, preference, fact or episode)")]
+    #[error(
+        "unknown kind `{0}` (expected pitfall, convention, note, session_outcome, preference, fact or episode)"
+    )]
     UnknownKind(String),
     /// Content longer than the limit after redaction.
     #[error("content is {len} bytes; the limit is {max}")]

@@ -52,16 +52,18 @@ mod validate;
 
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use config::{
-    default_model_dirs, Bm25Normalization, Config, KindWeights, ModelSource, ScoringConfig,
-    WriteConfig,
+    Bm25Normalization, Config, KindWeights, ModelSource, ScoringConfig, WriteConfig,
+    default_model_dirs,
 };
 pub use engine::{Engine, Status};
 pub use error::{Error, Result};
 pub use memory::{Kind, Memory, NewMemory, Remembered, Similar, Source, Trust};
 pub use recall::{Hit, RecallBuilder, RecallResult};
 pub use score::{
-    decay_multiplier, drift_multiplier, effective_confidence, normalize_bm25, relevance,
-    usage_multiplier, Breakdown,
+    Breakdown, decay_multiplier, drift_multiplier, effective_confidence, normalize_bm25, relevance,
+    usage_multiplier,
 };
 
-pub use recall_indexer::{Durability, Embedder, FastEmbedder, HashEmbedder, IndexerError, ScanConfig};
+pub use recall_indexer::{
+    Durability, Embedder, FastEmbedder, HashEmbedder, IndexerError, ScanConfig,
+};

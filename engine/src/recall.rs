@@ -3,8 +3,8 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
 use recall_indexer::normalized;
+use serde::Serialize;
 use uuid::Uuid;
 
 use crate::config::Bm25Normalization;
@@ -12,9 +12,10 @@ use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::memory::{Kind, Memory, Source, Trust};
 use crate::score::{
-    decay_multiplier, drift_multiplier, effective_confidence, normalize_bm25, relevance, usage_multiplier, Breakdown,
+    Breakdown, decay_multiplier, drift_multiplier, effective_confidence, normalize_bm25, relevance,
+    usage_multiplier,
 };
-use crate::state::{to_ms, MemoryState};
+use crate::state::{MemoryState, to_ms};
 use crate::validate;
 
 /// One recalled memory and why it ranked there.
@@ -187,7 +188,7 @@ impl RecallBuilder {
                 return Err(Error::invalid(
                     "query_vector",
                     "the engine has no embedder, so it holds no vectors to compare with",
-                ))
+                ));
             }
             None => engine
                 .embed(vec![self.query.clone()])
@@ -295,7 +296,15 @@ impl RecallBuilder {
                 let m = &tenant.memories[i];
                 let b = bm25.map_or(0.0, |s| normalize_bm25(config.bm25, s, min_s, max_s));
                 let rel = relevance(config, cosine, b, has_embedder);
-                if rel < config.min_relevance {
+                // min_relevance is calibrated for the hybrid score. BM25 alone
+                // depends on corpus size (IDF), so without an embedder the gate
+                // is any lexical match at all.
+                let passes = if has_embedder {
+                    rel >= config.min_relevance
+                } else {
+                    bm25.is_some_and(|s| s > 0.0)
+                };
+                if !passes {
                     return None;
                 }
                 let age = now_ms - m.last_confirmed_ms;

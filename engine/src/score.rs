@@ -9,7 +9,8 @@
 //!         drift      = 0.6 if an element drifted after the last confirmation; else 1
 //!         confidence = as written; inferred: × 0.5^(age / 30 d), and below 0.3 the memory leaves recall
 //! ```
-//! With no embedder, `rel = b`.
+//! With no embedder, `rel = b`, and any BM25 match passes the abstention gate
+//! (`min_relevance` is calibrated for the hybrid; raw BM25 scales with corpus size).
 //!
 //! ```
 //! use recall::{Breakdown, ScoringConfig};
@@ -141,11 +142,7 @@ pub fn usage_multiplier(config: &ScoringConfig, citations: u32, impressions: u32
 
 /// Drift: memories about code that changed since they were confirmed are demoted, never hidden.
 pub fn drift_multiplier(config: &ScoringConfig, drifted: bool) -> f32 {
-    if drifted {
-        config.drift_factor
-    } else {
-        1.0
-    }
+    if drifted { config.drift_factor } else { 1.0 }
 }
 
 /// Confidence at recall time: inferred memories halve every
@@ -182,7 +179,10 @@ mod tests {
         let n = Bm25Normalization::Saturation { k: 10.0 };
         assert_eq!(normalize_bm25(n, 10.0, 0.0, 50.0), 0.5);
         assert_eq!(normalize_bm25(n, 10.0, 0.0, 10.0), 0.5);
-        assert_eq!(normalize_bm25(Bm25Normalization::MaxOfQuery, 10.0, 0.0, 10.0), 1.0);
+        assert_eq!(
+            normalize_bm25(Bm25Normalization::MaxOfQuery, 10.0, 0.0, 10.0),
+            1.0
+        );
     }
 
     #[test]

@@ -37,7 +37,6 @@ pub(crate) fn from_ms(ms: i64) -> DateTime<Utc> {
 #[derive(Debug, Clone)]
 pub(crate) struct MemoryState {
     pub(crate) id: Uuid,
-    pub(crate) seq: u64,
     pub(crate) row: MemoryRow,
     pub(crate) kind: Kind,
     pub(crate) source: Source,
@@ -78,7 +77,10 @@ impl MemoryState {
             last_confirmed_at: from_ms(self.last_confirmed_ms),
             confirmations: self.confirmations,
             expires_at: r.expires_at_ms.map(from_ms),
-            supersedes: r.supersedes.as_deref().and_then(|s| Uuid::parse_str(s).ok()),
+            supersedes: r
+                .supersedes
+                .as_deref()
+                .and_then(|s| Uuid::parse_str(s).ok()),
             superseded_by: self.superseded_by,
             forgotten: self.forgotten,
             impressions: self.sessions_dealt.len() as u32,
@@ -127,10 +129,11 @@ impl TenantState {
 
     /// True when one of the memory's elements drifted after its last confirmation.
     pub(crate) fn drifted(&self, m: &MemoryState) -> bool {
-        m.row
-            .elements
-            .iter()
-            .any(|e| self.drift.get(e).is_some_and(|at| *at > m.last_confirmed_ms))
+        m.row.elements.iter().any(|e| {
+            self.drift
+                .get(e)
+                .is_some_and(|at| *at > m.last_confirmed_ms)
+        })
     }
 
     fn deactivate(&mut self, index: usize) {
@@ -183,7 +186,11 @@ impl State {
             return;
         }
         let index = tenant.memories.len();
-        if let Some(old) = row.supersedes.as_deref().and_then(|s| Uuid::parse_str(s).ok()) {
+        if let Some(old) = row
+            .supersedes
+            .as_deref()
+            .and_then(|s| Uuid::parse_str(s).ok())
+        {
             if let Some(&old_index) = tenant.by_id.get(&old) {
                 tenant.memories[old_index].superseded_by = Some(id);
                 tenant.deactivate(old_index);
@@ -203,7 +210,6 @@ impl State {
         tenant.by_seq.insert(row.seq, index);
         tenant.memories.push(MemoryState {
             id,
-            seq: row.seq,
             folded: crate::validate::normalized_text(&row.content),
             last_confirmed_ms: row.observed_at_ms,
             row,

@@ -12,10 +12,20 @@ pub(crate) fn scope_name(field: &'static str, value: &str) -> Result<()> {
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || "._:@/-".contains(*c)))
     {
-        return Err(Error::invalid(field, format!("character {c:?} is not allowed")));
+        return Err(Error::invalid(
+            field,
+            format!("character {c:?} is not allowed"),
+        ));
     }
-    if value.split('/').any(|segment| segment == ".." || segment == ".") || value.starts_with('/') {
-        return Err(Error::invalid(field, format!("`{value}` looks like a path")));
+    if value
+        .split('/')
+        .any(|segment| segment == ".." || segment == ".")
+        || value.starts_with('/')
+    {
+        return Err(Error::invalid(
+            field,
+            format!("`{value}` looks like a path"),
+        ));
     }
     Ok(())
 }
@@ -48,7 +58,10 @@ pub(crate) fn confidence(value: f32) -> Result<()> {
 /// Titles and elements: non-empty, at most 256 bytes, one line.
 pub(crate) fn label(field: &'static str, value: &str) -> Result<()> {
     if value.trim().is_empty() || value.len() > 256 || value.contains('\n') {
-        return Err(Error::invalid(field, "must be one non-empty line of at most 256 bytes"));
+        return Err(Error::invalid(
+            field,
+            "must be one non-empty line of at most 256 bytes",
+        ));
     }
     Ok(())
 }

@@ -29,7 +29,9 @@ async fn open(dir: &std::path::Path) -> Engine {
 }
 
 fn t0() -> DateTime<Utc> {
-    DateTime::parse_from_rfc3339("2026-06-01T12:00:00Z").unwrap().to_utc()
+    DateTime::parse_from_rfc3339("2026-06-01T12:00:00Z")
+        .unwrap()
+        .to_utc()
 }
 
 const TENANT: &str = "acme";
@@ -47,7 +49,12 @@ async fn seed_engineering(engine: &Engine) {
         "Frontend bundles are served from the CDN with a one-year cache header.",
         "The on-call rotation changes every Monday at 10:00.",
         "Kubernetes pods are evicted when the node runs out of ephemeral storage.",
-        "Error E4012 during deploy means the image pull secret expired.",
+        "Deploy error E4012 means the registry credentials in the image pull secret expired.",
+        "When a deploy fails, first check the pipeline logs for the failing step.",
+        "The finance platform team owns ledger_sync_worker.rs; its alerts go to the #fin-alerts channel.",
+        "The payments worker crashes when the database connection pool is exhausted.",
+        "Background workers crash on malformed JSON messages from the queue.",
+        "The sync worker crashes with a panic when the upstream API returns a 502.",
         "Deploys fail when the readiness probe times out after a slow database migration.",
         "A failed deploy can be rolled back with the previous release tag.",
         "Deployment errors are reported to the #deploys channel by the pipeline bot.",
@@ -84,8 +91,36 @@ async fn lexical_stage_finds_a_rare_identifier_the_vector_ranks_low() {
     let dir = tempfile::tempdir().unwrap();
     let engine = open(dir.path()).await;
     seed_engineering(&engine).await;
-    let query = "deploy failed with E4012";
-    let hybrid = engine.recall(TENANT, query).read([BANK]).execute().await.unwrap();
+    // A catalogue of look-alike error codes: the vector barely tells E4012
+    // from E4013, BM25 matches the exact token.
+    let causes = [
+        "the deploy manifest failed schema validation",
+        "the target namespace does not exist",
+        "the service account lacks permission to create pods",
+        "the container image tag was not found",
+        "the readiness probe never succeeded",
+        "the node pool has no free capacity",
+        "the config map is larger than 1 MB",
+        "the rollout exceeded its progress deadline",
+    ];
+    let batch = causes
+        .iter()
+        .enumerate()
+        .map(|(i, cause)| {
+            note(
+                Kind::Note,
+                &format!("Deploy error E40{:02} means {cause}.", 20 + i),
+            )
+        })
+        .collect();
+    engine.remember_many(batch).await.unwrap();
+    let query = "What does deploy error E4012 mean?";
+    let hybrid = engine
+        .recall(TENANT, query)
+        .read([BANK])
+        .execute()
+        .await
+        .unwrap();
     assert_eq!(rank_of(&hybrid, "E4012"), Some(0), "{hybrid:#?}");
     assert!(hybrid.hits[0].breakdown.bm25.is_some());
 
@@ -99,9 +134,17 @@ async fn lexical_stage_finds_a_rare_identifier_the_vector_ranks_low() {
     let engine = Engine::open(Config::new(dir.path()).model(model()).scoring(vector_only))
         .await
         .unwrap();
-    let dense = engine.recall(TENANT, query).read([BANK]).execute().await.unwrap();
+    let dense = engine
+        .recall(TENANT, query)
+        .read([BANK])
+        .execute()
+        .await
+        .unwrap();
     let dense_rank = rank_of(&dense, "E4012").unwrap_or(usize::MAX);
-    assert!(dense_rank > 0, "the vector alone already ranks it first: {dense:#?}");
+    assert!(
+        dense_rank > 0,
+        "the vector alone already ranks it first: {dense:#?}"
+    );
 }
 
 #[tokio::test]
@@ -109,11 +152,17 @@ async fn near_copies_deduplicate_and_the_similar_band_is_reported() {
     let dir = tempfile::tempdir().unwrap();
     let engine = open(dir.path()).await;
     let first = engine
-        .remember(note(Kind::Pitfall, "The API gateway strips custom headers longer than 8 KB."))
+        .remember(note(
+            Kind::Pitfall,
+            "The API gateway strips custom headers longer than 8 KB.",
+        ))
         .await
         .unwrap();
     let again = engine
-        .remember(note(Kind::Pitfall, "The API gateway strips custom headers longer than 8KB"))
+        .remember(note(
+            Kind::Pitfall,
+            "the API gateway strips custom headers longer than 8 KB",
+        ))
         .await
         .unwrap();
     match again {
@@ -152,18 +201,24 @@ async fn supersede_hides_the_old_memory_and_keeps_it_in_history() {
     let engine = open(dir.path()).await;
     let old = engine
         .remember(
-            note(Kind::Convention, "Releases are cut from the develop branch every two weeks.")
-                .title("Release cadence")
-                .element("Release"),
+            note(
+                Kind::Convention,
+                "Releases are cut from the develop branch every two weeks.",
+            )
+            .title("Release cadence")
+            .element("Release"),
         )
         .await
         .unwrap()
         .id();
     let new = engine
         .remember(
-            note(Kind::Convention, "Releases are cut from main every Thursday.")
-                .title("Release cadence")
-                .supersedes("Release cadence"),
+            note(
+                Kind::Convention,
+                "Releases are cut from main every Thursday.",
+            )
+            .title("Release cadence")
+            .supersedes("Release cadence"),
         )
         .await
         .unwrap()
@@ -177,9 +232,16 @@ async fn supersede_hides_the_old_memory_and_keeps_it_in_history() {
     let ids: Vec<Uuid> = result.hits.iter().map(|h| h.memory.id).collect();
     assert!(ids.contains(&new) && !ids.contains(&old), "{ids:?}");
     let history = engine.history(TENANT, new).await.unwrap();
-    assert_eq!(history.iter().map(|m| m.id).collect::<Vec<_>>(), vec![old, new]);
+    assert_eq!(
+        history.iter().map(|m| m.id).collect::<Vec<_>>(),
+        vec![old, new]
+    );
     assert_eq!(history[0].superseded_by, Some(new));
-    assert_eq!(history[1].elements, vec!["Release".to_string()], "elements are inherited");
+    assert_eq!(
+        history[1].elements,
+        vec!["Release".to_string()],
+        "elements are inherited"
+    );
 
     // And the explicit form, between two stored memories.
     let a = engine
@@ -193,7 +255,12 @@ async fn supersede_hides_the_old_memory_and_keeps_it_in_history() {
         .unwrap()
         .id();
     engine.supersede(TENANT, a, b).await.unwrap();
-    let result = engine.recall(TENANT, "what language is the API written in").read([BANK]).execute().await.unwrap();
+    let result = engine
+        .recall(TENANT, "what language is the API written in")
+        .read([BANK])
+        .execute()
+        .await
+        .unwrap();
     assert!(result.hits.iter().all(|h| h.memory.id != a));
     assert_eq!(engine.get(TENANT, a).await.unwrap().superseded_by, Some(b));
 }
@@ -207,12 +274,18 @@ async fn decay_kind_weight_and_abstention_under_an_injected_clock() {
         .unwrap();
     let text = "Background jobs retry three times with exponential backoff before alerting.";
     let old = engine
-        .remember(NewMemory::new(TENANT, "bank:old", Kind::Note, text).observed_at(t0() - Duration::days(200)))
+        .remember(
+            NewMemory::new(TENANT, "bank:old", Kind::Note, text)
+                .observed_at(t0() - Duration::days(200)),
+        )
         .await
         .unwrap()
         .id();
     let new = engine
-        .remember(NewMemory::new(TENANT, "bank:new", Kind::Note, text).observed_at(t0() - Duration::days(5)))
+        .remember(
+            NewMemory::new(TENANT, "bank:new", Kind::Note, text)
+                .observed_at(t0() - Duration::days(5)),
+        )
         .await
         .unwrap()
         .id();
@@ -234,7 +307,12 @@ async fn decay_kind_weight_and_abstention_under_an_injected_clock() {
         .unwrap()
         .id();
     let as_pitfall = engine
-        .remember(NewMemory::new(TENANT, "bank:b", Kind::Pitfall, pitfall_text))
+        .remember(NewMemory::new(
+            TENANT,
+            "bank:b",
+            Kind::Pitfall,
+            pitfall_text,
+        ))
         .await
         .unwrap()
         .id();
@@ -265,12 +343,18 @@ async fn everything_survives_close_and_reopen() {
         let engine = open(dir.path()).await;
         seed_engineering(&engine).await;
         kept = engine
-            .remember(note(Kind::Pitfall, "Timeouts on the billing API are 3 seconds, not 30."))
+            .remember(note(
+                Kind::Pitfall,
+                "Timeouts on the billing API are 3 seconds, not 30.",
+            ))
             .await
             .unwrap()
             .id();
         forgotten = engine
-            .remember(note(Kind::Note, "The old VPN endpoint is vpn1.example.internal."))
+            .remember(note(
+                Kind::Note,
+                "The old VPN endpoint is vpn1.example.internal.",
+            ))
             .await
             .unwrap()
             .id();
@@ -280,9 +364,12 @@ async fn everything_survives_close_and_reopen() {
         // No flush: the log alone must carry these across.
     }
     let engine = open(dir.path()).await;
-    assert_eq!(engine.list(TENANT, None).await.unwrap().len(), 11);
+    assert_eq!(engine.list(TENANT, None).await.unwrap().len(), 16);
     assert!(engine.get(TENANT, forgotten).await.unwrap().forgotten);
-    assert_eq!(engine.get(TENANT, confirmed).await.unwrap().confirmations, 1);
+    assert_eq!(
+        engine.get(TENANT, confirmed).await.unwrap().confirmations,
+        1
+    );
     let result = engine
         .recall(TENANT, "billing API timeout")
         .read([BANK])
@@ -293,7 +380,7 @@ async fn everything_survives_close_and_reopen() {
     engine.flush().await.unwrap();
     drop(engine);
     let engine = open(dir.path()).await;
-    assert_eq!(engine.status().await.unwrap().memories, 12);
+    assert_eq!(engine.status().await.unwrap().memories, 17);
 }
 
 /// Helper process for the SIGKILL test: writes memories forever, printing
@@ -307,7 +394,13 @@ async fn crash_writer_child() {
     let engine = open(std::path::Path::new(&dir)).await;
     for i in 0.. {
         let id = engine
-            .remember(note(Kind::Note, &format!("Crash test memory number {i} about service {}", i * 7919 % 1000)))
+            .remember(note(
+                Kind::Note,
+                &format!(
+                    "Crash test memory number {i} about service {}",
+                    i * 7919 % 1000
+                ),
+            ))
             .await
             .unwrap()
             .id();
@@ -319,7 +412,13 @@ async fn crash_writer_child() {
 async fn acknowledged_writes_survive_sigkill() {
     let dir = tempfile::tempdir().unwrap();
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--ignored", "--exact", "crash_writer_child", "--nocapture", "--test-threads=1"])
+        .args([
+            "--ignored",
+            "--exact",
+            "crash_writer_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env("RECALL_CRASH_DIR", dir.path())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -351,7 +450,10 @@ async fn acknowledged_writes_survive_sigkill() {
         .execute()
         .await
         .unwrap();
-    assert_eq!(result.hits[0].memory.id, last.id, "the last acknowledged write is searchable");
+    assert_eq!(
+        result.hits[0].memory.id, last.id,
+        "the last acknowledged write is searchable"
+    );
 }
 
 #[tokio::test]
@@ -359,12 +461,22 @@ async fn tenants_never_see_each_other() {
     let dir = tempfile::tempdir().unwrap();
     let engine = open(dir.path()).await;
     let a = engine
-        .remember(NewMemory::new("tenant-a", "org", Kind::Fact, "Project Falcon launches on May 4."))
+        .remember(NewMemory::new(
+            "tenant-a",
+            "org",
+            Kind::Fact,
+            "Project Falcon launches on May 4.",
+        ))
         .await
         .unwrap()
         .id();
     engine
-        .remember(NewMemory::new("tenant-b", "org", Kind::Fact, "Project Heron launches in June."))
+        .remember(NewMemory::new(
+            "tenant-b",
+            "org",
+            Kind::Fact,
+            "Project Heron launches in June.",
+        ))
         .await
         .unwrap();
     let from_b = engine
@@ -373,11 +485,30 @@ async fn tenants_never_see_each_other() {
         .execute()
         .await
         .unwrap();
-    assert!(from_b.hits.iter().all(|h| h.memory.tenant == "tenant-b"), "{from_b:#?}");
-    assert!(matches!(engine.get("tenant-b", a).await, Err(Error::NotFound(_))));
-    assert!(matches!(engine.history("tenant-b", a).await, Err(Error::NotFound(_))));
-    assert!(engine.list("tenant-b", None).await.unwrap().iter().all(|m| m.id != a));
-    assert!(matches!(engine.forget("tenant-b", a).await, Err(Error::NotFound(_))));
+    assert!(
+        from_b.hits.iter().all(|h| h.memory.tenant == "tenant-b"),
+        "{from_b:#?}"
+    );
+    assert!(matches!(
+        engine.get("tenant-b", a).await,
+        Err(Error::NotFound(_))
+    ));
+    assert!(matches!(
+        engine.history("tenant-b", a).await,
+        Err(Error::NotFound(_))
+    ));
+    assert!(
+        engine
+            .list("tenant-b", None)
+            .await
+            .unwrap()
+            .iter()
+            .all(|m| m.id != a)
+    );
+    assert!(matches!(
+        engine.forget("tenant-b", a).await,
+        Err(Error::NotFound(_))
+    ));
     assert!(!engine.get("tenant-a", a).await.unwrap().forgotten);
 }
 
@@ -387,14 +518,70 @@ async fn bad_input_is_a_typed_error_and_writes_nothing() {
     let engine = open(dir.path()).await;
     let ok = || note(Kind::Note, "A perfectly fine memory.");
     let cases: Vec<(NewMemory, fn(&Error) -> bool)> = vec![
-        (note(Kind::Note, "   "), |e| matches!(e, Error::InvalidInput { field: "content", .. })),
-        (note(Kind::Note, &"x".repeat(17 * 1024)), |e| matches!(e, Error::ContentTooLong { .. })),
-        (NewMemory { tenant: "../x".into(), ..ok() }, |e| matches!(e, Error::InvalidInput { field: "tenant", .. })),
-        (NewMemory { bank: "".into(), ..ok() }, |e| matches!(e, Error::InvalidInput { field: "bank", .. })),
-        (ok().source(recall::Source::Inferred, 1.5), |e| matches!(e, Error::InvalidInput { field: "confidence", .. })),
-        (ok().vector(vec![f32::NAN; 384]), |e| matches!(e, Error::InvalidInput { field: "vector", .. })),
-        (ok().vector(vec![0.1; 12]), |e| matches!(e, Error::InvalidInput { field: "vector", .. })),
-        (ok().supersedes("no such title"), |e| matches!(e, Error::NotFound(_))),
+        (note(Kind::Note, "   "), |e| {
+            matches!(
+                e,
+                Error::InvalidInput {
+                    field: "content",
+                    ..
+                }
+            )
+        }),
+        (note(Kind::Note, &"x".repeat(17 * 1024)), |e| {
+            matches!(e, Error::ContentTooLong { .. })
+        }),
+        (
+            NewMemory {
+                tenant: "../x".into(),
+                ..ok()
+            },
+            |e| {
+                matches!(
+                    e,
+                    Error::InvalidInput {
+                        field: "tenant",
+                        ..
+                    }
+                )
+            },
+        ),
+        (
+            NewMemory {
+                bank: "".into(),
+                ..ok()
+            },
+            |e| matches!(e, Error::InvalidInput { field: "bank", .. }),
+        ),
+        (ok().source(recall::Source::Inferred, 1.5), |e| {
+            matches!(
+                e,
+                Error::InvalidInput {
+                    field: "confidence",
+                    ..
+                }
+            )
+        }),
+        (ok().vector(vec![f32::NAN; 384]), |e| {
+            matches!(
+                e,
+                Error::InvalidInput {
+                    field: "vector",
+                    ..
+                }
+            )
+        }),
+        (ok().vector(vec![0.1; 12]), |e| {
+            matches!(
+                e,
+                Error::InvalidInput {
+                    field: "vector",
+                    ..
+                }
+            )
+        }),
+        (ok().supersedes("no such title"), |e| {
+            matches!(e, Error::NotFound(_))
+        }),
     ];
     for (input, expected) in cases {
         let err = engine.remember(input.clone()).await.unwrap_err();
@@ -419,12 +606,18 @@ async fn without_a_model_the_engine_serves_lexical_recall() {
         .await
         .unwrap();
     let id = engine
-        .remember(note(Kind::Pitfall, "The nightly invoice export times out on the 31st."))
+        .remember(note(
+            Kind::Pitfall,
+            "The nightly invoice export times out on the 31st.",
+        ))
         .await
         .unwrap()
         .id();
     let again = engine
-        .remember(note(Kind::Pitfall, "the nightly invoice export  times out on the 31st"))
+        .remember(note(
+            Kind::Pitfall,
+            "the nightly invoice export  times out on the 31st",
+        ))
         .await
         .unwrap();
     assert_eq!(again, Remembered::Deduplicated { id, cosine: 1.0 });

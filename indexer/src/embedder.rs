@@ -66,7 +66,9 @@ pub fn normalized(mut v: Vec<f32>, dim: usize) -> Result<Vec<f32>> {
         )));
     }
     if v.iter().any(|x| !x.is_finite()) {
-        return Err(IndexerError::Embedding("vector holds NaN or infinity".into()));
+        return Err(IndexerError::Embedding(
+            "vector holds NaN or infinity".into(),
+        ));
     }
     let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
     if norm == 0.0 || !norm.is_finite() {

@@ -14,12 +14,12 @@ use std::sync::Mutex;
 use tantivy::collector::TopDocs;
 use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
-    Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, STRING,
+    FAST, Field, IndexRecordOption, STRING, Schema, TextFieldIndexing, TextOptions,
 };
 use tantivy::tokenizer::{
     Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer,
 };
-use tantivy::{doc, Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term, doc};
 
 use crate::error::{IndexerError, Result};
 use crate::rows::MemoryRow;
@@ -58,7 +58,6 @@ struct WriterState {
 /// see every acknowledged write.
 pub(crate) struct LexicalIndex {
     path: PathBuf,
-    index: Index,
     reader: IndexReader,
     fields: Fields,
     analyzer: TextAnalyzer,
@@ -81,16 +80,155 @@ fn schema() -> (Schema, Fields) {
     (builder.build(), fields)
 }
 
-fn analyzer() -> Result<TextAnalyzer> {
-    let stop_words = StopWordFilter::new(Language::English).ok_or_else(|| {
-        IndexerError::corrupt("lexical analyzer", "English stop words unavailable")
-    })?;
-    Ok(TextAnalyzer::builder(SimpleTokenizer::default())
+/// English stop words: the common NLTK list. tantivy's built-in English list
+/// (Lucene's 33 words) keeps question words like "what", "does", "how", which
+/// agents' recall queries are full of and which match unrelated memories
+/// ("does" stems like "does not exist").
+const STOP_WORDS: &[&str] = &[
+    "i",
+    "me",
+    "my",
+    "myself",
+    "we",
+    "our",
+    "ours",
+    "ourselves",
+    "you",
+    "your",
+    "yours",
+    "yourself",
+    "yourselves",
+    "he",
+    "him",
+    "his",
+    "himself",
+    "she",
+    "her",
+    "hers",
+    "herself",
+    "it",
+    "its",
+    "itself",
+    "they",
+    "them",
+    "their",
+    "theirs",
+    "themselves",
+    "what",
+    "which",
+    "who",
+    "whom",
+    "this",
+    "that",
+    "these",
+    "those",
+    "am",
+    "is",
+    "are",
+    "was",
+    "were",
+    "be",
+    "been",
+    "being",
+    "have",
+    "has",
+    "had",
+    "having",
+    "do",
+    "does",
+    "did",
+    "doing",
+    "a",
+    "an",
+    "the",
+    "and",
+    "but",
+    "if",
+    "or",
+    "because",
+    "as",
+    "until",
+    "while",
+    "of",
+    "at",
+    "by",
+    "for",
+    "with",
+    "about",
+    "against",
+    "between",
+    "into",
+    "through",
+    "during",
+    "before",
+    "after",
+    "above",
+    "below",
+    "to",
+    "from",
+    "up",
+    "down",
+    "in",
+    "out",
+    "on",
+    "off",
+    "over",
+    "under",
+    "again",
+    "further",
+    "then",
+    "once",
+    "here",
+    "there",
+    "when",
+    "where",
+    "why",
+    "how",
+    "all",
+    "any",
+    "both",
+    "each",
+    "few",
+    "more",
+    "most",
+    "other",
+    "some",
+    "such",
+    "no",
+    "nor",
+    "not",
+    "only",
+    "own",
+    "same",
+    "so",
+    "than",
+    "too",
+    "very",
+    "s",
+    "t",
+    "can",
+    "will",
+    "just",
+    "don",
+    "should",
+    "now",
+    "d",
+    "ll",
+    "m",
+    "o",
+    "re",
+    "ve",
+    "y",
+];
+
+fn analyzer() -> TextAnalyzer {
+    let stop_words = StopWordFilter::remove(STOP_WORDS.iter().map(|w| w.to_string()));
+    TextAnalyzer::builder(SimpleTokenizer::default())
         .filter(RemoveLongFilter::limit(40))
         .filter(LowerCaser)
         .filter(stop_words)
         .filter(Stemmer::new(Language::English))
-        .build())
+        .build()
 }
 
 impl LexicalIndex {
@@ -124,7 +262,7 @@ impl LexicalIndex {
         } else {
             Index::create_in_dir(dir, schema)?
         };
-        let analyzer = analyzer()?;
+        let analyzer = analyzer();
         index.tokenizers().register(ANALYZER, analyzer.clone());
         let reader = index
             .reader_builder()
@@ -139,7 +277,6 @@ impl LexicalIndex {
         }
         Ok(LexicalIndex {
             path: dir.to_path_buf(),
-            index,
             reader,
             fields,
             analyzer,
@@ -231,7 +368,8 @@ impl LexicalIndex {
             .into_iter()
             .map(|t| {
                 let term = Term::from_field_text(self.fields.text, &t);
-                let q: Box<dyn Query> = Box::new(TermQuery::new(term, IndexRecordOption::WithFreqs));
+                let q: Box<dyn Query> =
+                    Box::new(TermQuery::new(term, IndexRecordOption::WithFreqs));
                 (Occur::Should, q)
             })
             .collect();
@@ -250,7 +388,10 @@ impl LexicalIndex {
             IndexRecordOption::Basic,
         );
         let query = BooleanQuery::new(vec![
-            (Occur::Must, Box::new(BooleanQuery::new(words)) as Box<dyn Query>),
+            (
+                Occur::Must,
+                Box::new(BooleanQuery::new(words)) as Box<dyn Query>,
+            ),
             (
                 Occur::Must,
                 Box::new(ConstScoreQuery::new(Box::new(tenant_filter), 0.0)),
@@ -313,20 +454,15 @@ impl LexicalIndex {
         state.dirty = true;
         self.commit_locked(&mut state)
     }
-
-    #[cfg(test)]
-    fn index(&self) -> &Index {
-        &self.index
-    }
 }
 
 fn committed_seq(index: &Index) -> Result<u64> {
     let metas = index.load_metas()?;
     match metas.payload {
         None => Ok(0),
-        Some(p) => p
-            .parse::<u64>()
-            .map_err(|_| IndexerError::corrupt("lexical index", format!("bad commit payload {p:?}"))),
+        Some(p) => p.parse::<u64>().map_err(|_| {
+            IndexerError::corrupt("lexical index", format!("bad commit payload {p:?}"))
+        }),
     }
 }
 
@@ -334,7 +470,7 @@ fn committed_seq(index: &Index) -> Result<u64> {
 mod tests {
     use super::*;
 
-    fn row(seq: u64, tenant: &str, bank: &str, content: &str) -> MemoryRow {
+    pub(super) fn row(seq: u64, tenant: &str, bank: &str, content: &str) -> MemoryRow {
         MemoryRow {
             seq,
             id: format!("id{seq}"),
@@ -371,7 +507,12 @@ mod tests {
             .search("acme", &["org", "user:bob"], "deploying", 10)
             .unwrap();
         assert_eq!(hits.len(), 2);
-        assert!(index.search("acme", &["org"], "the of", 10).unwrap().is_empty());
+        assert!(
+            index
+                .search("acme", &["org"], "the of", 10)
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[test]
@@ -387,7 +528,11 @@ mod tests {
         index.add(&[&row(7, "t", "b", "alpha beta")]).unwrap();
         index.commit().unwrap();
         assert_eq!(index.num_docs(), 1);
-        assert_eq!(committed_seq(index.index()).unwrap(), 7);
+        drop(index);
+        assert_eq!(
+            committed_seq(&Index::open_in_dir(dir.path()).unwrap()).unwrap(),
+            7
+        );
     }
 
     #[test]
@@ -402,5 +547,43 @@ mod tests {
         let index = LexicalIndex::open(dir.path()).unwrap();
         assert_eq!(index.indexed_seq().unwrap(), 0);
         assert_eq!(index.num_docs(), 0);
+    }
+}
+
+#[cfg(test)]
+mod identifier_tests {
+    use super::*;
+
+    #[test]
+    fn identifiers_are_single_terms_and_question_words_are_dropped() {
+        let mut a = analyzer();
+        let mut stream = a.token_stream("What does deploy error E4012 mean? ledger_sync_worker.rs");
+        let mut out = Vec::new();
+        while stream.advance() {
+            out.push(stream.token().text.clone());
+        }
+        assert_eq!(
+            out,
+            vec![
+                "deploy", "error", "e4012", "mean", "ledger", "sync", "worker", "rs"
+            ]
+        );
+    }
+
+    #[test]
+    fn an_exact_identifier_outscores_look_alikes() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = LexicalIndex::open(dir.path()).unwrap();
+        let mut rows = vec![];
+        for (i, code) in ["E4012", "E4021", "E4027", "E4020"].iter().enumerate() {
+            let mut r = super::tests::row(i as u64 + 1, "t", "b", "");
+            r.content = format!("Deploy error {code} means something went wrong number {i}.");
+            rows.push(r);
+        }
+        index.add(&rows.iter().collect::<Vec<_>>()).unwrap();
+        let hits = index
+            .search("t", &["b"], "What does deploy error E4012 mean?", 10)
+            .unwrap();
+        assert_eq!(hits[0].seq, 1, "{hits:?}");
     }
 }

@@ -46,7 +46,7 @@ mod vectors;
 mod wal;
 
 pub use embedder::{
-    embed_checked, normalized, Embedder, FastEmbedder, HashEmbedder, DEFAULT_DIM, ORT_LIBRARY,
+    DEFAULT_DIM, Embedder, FastEmbedder, HashEmbedder, ORT_LIBRARY, embed_checked, normalized,
 };
 pub use error::{IndexerError, Result};
 pub use lexical::LexicalHit;

@@ -84,13 +84,16 @@ impl Tables {
             .schema()
             .await
             .map_err(IndexerError::lance(MEMORIES))?;
-        match schema.field_with_name("vector").map(|f| f.data_type().clone()) {
+        match schema
+            .field_with_name("vector")
+            .map(|f| f.data_type().clone())
+        {
             Ok(DataType::FixedSizeList(_, width)) if width as usize == dim => {}
             other => {
                 return Err(IndexerError::corrupt(
                     "memories table",
                     format!("vector column is {other:?}, expected {dim} floats"),
-                ))
+                ));
             }
         }
         Ok(Tables {
@@ -253,7 +256,11 @@ fn events_to_batch(rows: &[&EventRow]) -> Result<RecordBatch> {
             rows.iter().map(|r| r.op.as_str()),
         )),
         Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.at_ms))),
-        Arc::new(rows.iter().map(|r| r.arg.as_deref()).collect::<StringArray>()),
+        Arc::new(
+            rows.iter()
+                .map(|r| r.arg.as_deref())
+                .collect::<StringArray>(),
+        ),
     ];
     RecordBatch::try_new(event_schema(), columns)
         .map_err(|e| IndexerError::corrupt("event batch", e.to_string()))

@@ -96,7 +96,13 @@ impl VectorSet {
 
     /// The `k` rows most similar (cosine of unit vectors) to `query` among
     /// those whose owner `accept`s, best first, as `(owner, cosine)`.
-    pub fn nearest<F>(&self, query: &[f32], k: usize, scan: ScanConfig, accept: F) -> Vec<(usize, f32)>
+    pub fn nearest<F>(
+        &self,
+        query: &[f32],
+        k: usize,
+        scan: ScanConfig,
+        accept: F,
+    ) -> Vec<(usize, f32)>
     where
         F: Fn(usize) -> bool + Sync,
     {

@@ -44,7 +44,8 @@ impl Wal {
                 dropped_bytes = raw.len() - valid_len,
                 "write-ahead log had a torn tail (an unacknowledged write); cutting it off"
             );
-            file.set_len(valid_len as u64).map_err(IndexerError::io(path))?;
+            file.set_len(valid_len as u64)
+                .map_err(IndexerError::io(path))?;
             file.sync_data().map_err(IndexerError::io(path))?;
         }
         file.seek(SeekFrom::Start(valid_len as u64))
@@ -73,7 +74,10 @@ impl Wal {
         frame.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
         frame.extend_from_slice(&payload);
         let io = IndexerError::io(&self.path);
-        let written = self.file.write_all(&frame).and_then(|()| self.file.sync_data());
+        let written = self
+            .file
+            .write_all(&frame)
+            .and_then(|()| self.file.sync_data());
         if let Err(e) = written {
             // Leave no half frame behind for the next append to follow.
             let _ = self.file.set_len(self.bytes);
@@ -86,10 +90,12 @@ impl Wal {
 
     /// Empties the log once everything in it is in the tables.
     pub(crate) fn reset(&mut self) -> Result<()> {
-        let io = IndexerError::io(&self.path);
-        self.file.set_len(0).map_err(&io)?;
-        self.file.seek(SeekFrom::Start(0)).map_err(&io)?;
-        self.file.sync_data().map_err(io)?;
+        let path = &self.path;
+        self.file.set_len(0).map_err(IndexerError::io(path))?;
+        self.file
+            .seek(SeekFrom::Start(0))
+            .map_err(IndexerError::io(path))?;
+        self.file.sync_data().map_err(IndexerError::io(path))?;
         self.bytes = 0;
         Ok(())
     }

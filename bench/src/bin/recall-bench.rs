@@ -7,8 +7,8 @@
 
 use std::time::Instant;
 
-use anyhow::{bail, Context};
-use recall_bench::{banks, corpus, fill, open_engine, percentile, to_new, TENANT};
+use anyhow::{Context, bail};
+use recall_bench::{TENANT, banks, corpus, fill, open_engine, percentile, to_new};
 use recall_datasets::query_near;
 use recall_indexer::{ScanConfig, VectorSet};
 use serde_json::json;
@@ -26,9 +26,15 @@ fn parse(mut argv: impl Iterator<Item = String>) -> anyhow::Result<Args> {
     if cmd != "scale" {
         bail!("unknown command {cmd:?}; try `recall-bench scale`");
     }
-    let mut args = Args { sizes: vec![10_000, 100_000], queries: 500, json: None };
+    let mut args = Args {
+        sizes: vec![10_000, 100_000],
+        queries: 500,
+        json: None,
+    };
     while let Some(flag) = argv.next() {
-        let value = argv.next().with_context(|| format!("{flag} needs a value"))?;
+        let value = argv
+            .next()
+            .with_context(|| format!("{flag} needs a value"))?;
         match flag.as_str() {
             "--sizes" => {
                 args.sizes = value.split(',').map(str::parse).collect::<Result<_, _>>()?;
@@ -45,7 +51,9 @@ fn parse(mut argv: impl Iterator<Item = String>) -> anyhow::Result<Args> {
 async fn main() -> anyhow::Result<()> {
     let args = parse(std::env::args().skip(1))?;
     let mut rows = Vec::new();
-    println!("| memories | import /s | remember p50 ms | recall p50 ms | recall p99 ms | coded recall@10 |");
+    println!(
+        "| memories | import /s | remember p50 ms | recall p50 ms | recall p99 ms | coded recall@10 |"
+    );
     println!("|---:|---:|---:|---:|---:|---:|");
     for &n in &args.sizes {
         let dir = tempfile::tempdir()?;
@@ -86,12 +94,19 @@ async fn main() -> anyhow::Result<()> {
         for (i, m) in base.iter().enumerate() {
             set.push(i, &m.vector);
         }
-        let coded_scan = ScanConfig { exact_limit: 0, ..ScanConfig::default() };
+        let coded_scan = ScanConfig {
+            exact_limit: 0,
+            ..ScanConfig::default()
+        };
         let mut overlap = 0usize;
         let probes = 200;
         for q in 0..probes {
             let query = query_near(10_000 + q as u64, &base[(q * 104_729) % n].vector);
-            let exact: Vec<usize> = set.nearest_exact(&query, 10, |_| true).into_iter().map(|h| h.0).collect();
+            let exact: Vec<usize> = set
+                .nearest_exact(&query, 10, |_| true)
+                .into_iter()
+                .map(|h| h.0)
+                .collect();
             let coded = set.nearest(&query, 10, coded_scan, |_| true);
             overlap += coded.iter().filter(|h| exact.contains(&h.0)).count();
         }
@@ -117,7 +132,10 @@ async fn main() -> anyhow::Result<()> {
         rows.push(row);
     }
     if let Some(path) = args.json {
-        std::fs::write(&path, serde_json::to_string_pretty(&json!({"scale": rows}))?)?;
+        std::fs::write(
+            &path,
+            serde_json::to_string_pretty(&json!({"scale": rows}))?,
+        )?;
         println!("wrote {path}");
     }
     Ok(())

@@ -6,13 +6,17 @@ mod demo;
 use std::io::BufRead;
 use std::path::PathBuf;
 
-use anyhow::{bail, Context};
+use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
 use recall::{Config, Engine, Kind, Memory, NewMemory, RecallResult, Remembered, Source};
 use uuid::Uuid;
 
 #[derive(Parser)]
-#[command(name = "recall", version, about = "Semantic recall for AI agents' long-term memory")]
+#[command(
+    name = "recall",
+    version,
+    about = "Semantic recall for AI agents' long-term memory"
+)]
 struct Cli {
     /// Data directory.
     #[arg(long, global = true, default_value = "./recall-data")]
@@ -136,7 +140,11 @@ fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
 }
 
 fn print_memory(m: &Memory) {
-    let title = m.title.as_deref().map(|t| format!(" «{t}»")).unwrap_or_default();
+    let title = m
+        .title
+        .as_deref()
+        .map(|t| format!(" «{t}»"))
+        .unwrap_or_default();
     let status = if m.forgotten {
         " (forgotten)"
     } else if m.superseded_by.is_some() {
@@ -152,12 +160,19 @@ fn print_memory(m: &Memory) {
 
 pub(crate) fn print_recall(result: &RecallResult) {
     if result.abstained {
-        println!("(abstained: nothing relevant enough among {} candidates)", result.candidates);
+        println!(
+            "(abstained: nothing relevant enough among {} candidates)",
+            result.candidates
+        );
         return;
     }
     for (rank, hit) in result.hits.iter().enumerate() {
         let m = &hit.memory;
-        let title = m.title.as_deref().map(|t| format!(" «{t}»")).unwrap_or_default();
+        let title = m
+            .title
+            .as_deref()
+            .map(|t| format!(" «{t}»"))
+            .unwrap_or_default();
         println!("{:>2}. [{}]{} {}", rank + 1, m.kind, title, m.content);
         println!("    {}", hit.breakdown.explain().replace('\n', "\n    "));
     }
@@ -206,8 +221,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     Remembered::Stored { id, similar_to } => {
                         println!("stored {id}");
                         for s in similar_to {
-                            println!("  similar to {} (cosine {:.3}){}", s.id, s.cosine,
-                                s.title.map(|t| format!(" «{t}»")).unwrap_or_default());
+                            println!(
+                                "  similar to {} (cosine {:.3}){}",
+                                s.id,
+                                s.cosine,
+                                s.title.map(|t| format!(" «{t}»")).unwrap_or_default()
+                            );
                         }
                     }
                     Remembered::Deduplicated { id, cosine } => {
@@ -301,12 +320,15 @@ async fn import(engine: &Engine, tenant: &str, file: &PathBuf, json: bool) -> an
         if line.trim().is_empty() {
             continue;
         }
-        let mut value: serde_json::Value = serde_json::from_str(&line)
-            .with_context(|| format!("line {}: not JSON", n + 1))?;
+        let mut value: serde_json::Value =
+            serde_json::from_str(&line).with_context(|| format!("line {}: not JSON", n + 1))?;
         let Some(object) = value.as_object_mut() else {
             bail!("line {}: expected a JSON object", n + 1);
         };
-        object.insert("tenant".into(), serde_json::Value::String(tenant.to_string()));
+        object.insert(
+            "tenant".into(),
+            serde_json::Value::String(tenant.to_string()),
+        );
         let memory: NewMemory = serde_json::from_value(value)
             .with_context(|| format!("line {}: not a memory", n + 1))?;
         lines.push(memory);
@@ -331,7 +353,9 @@ async fn import(engine: &Engine, tenant: &str, file: &PathBuf, json: bool) -> an
     }
     bar.finish_and_clear();
     if json {
-        print_json(&serde_json::json!({"read": total, "stored": stored, "deduplicated": deduplicated}))?;
+        print_json(
+            &serde_json::json!({"read": total, "stored": stored, "deduplicated": deduplicated}),
+        )?;
     } else {
         println!("imported {total} lines: {stored} stored, {deduplicated} deduplicated");
     }
