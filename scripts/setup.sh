@@ -35,7 +35,7 @@ verify() { # file -> 0 when present and matching the pinned sum
 }
 
 work=""
-cleanup() { [ -n "$work" ] && rm -rf "$work"; }
+cleanup() { if [ -n "$work" ]; then rm -rf "$work"; fi; }
 trap cleanup EXIT
 for entry in "${files[@]}"; do
   IFS='|' read -r name spec inner <<<"$entry"
