@@ -253,10 +253,10 @@ pub fn default_model_dirs() -> Vec<PathBuf> {
         dirs.push(PathBuf::from(dir));
     }
     dirs.push(PathBuf::from("models"));
-    if let Ok(exe) = std::env::current_exe() {
-        if let Some(parent) = exe.parent() {
-            dirs.push(parent.join("models"));
-        }
+    if let Ok(exe) = std::env::current_exe()
+        && let Some(parent) = exe.parent()
+    {
+        dirs.push(parent.join("models"));
     }
     dirs.push(PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),

@@ -49,6 +49,8 @@ pub(crate) struct Inner {
     pub(crate) store: tokio::sync::Mutex<Store>,
     pub(crate) lexical: LexicalSearcher,
     pub(crate) dim: usize,
+    /// Held while a backfill runs, so only one does.
+    pub(crate) backfill: tokio::sync::Mutex<()>,
 }
 
 /// Counts for `recall status`.
@@ -105,15 +107,8 @@ impl Engine {
         let (store, recovered) = Store::open(options).await?;
 
         let mut state = State::new(dim);
-        let mut events = recovered.events.into_iter().peekable();
-        for row in recovered.memories {
-            while let Some(e) = events.next_if(|e| e.seq < row.seq) {
-                state.apply_event(&e);
-            }
-            state.apply_memory(row);
-        }
-        for e in events {
-            state.apply_event(&e);
+        for record in recovered.records {
+            state.apply(record);
         }
         let lexical = store.lexical();
         tracing::info!(
@@ -122,7 +117,7 @@ impl Engine {
             embedder = embedder.as_ref().map(|e| e.name().to_string()),
             "recall engine open"
         );
-        Ok(Engine {
+        let engine = Engine {
             inner: Arc::new(Inner {
                 config,
                 embedder,
@@ -130,8 +125,18 @@ impl Engine {
                 store: tokio::sync::Mutex::new(store),
                 lexical,
                 dim,
+                backfill: tokio::sync::Mutex::new(()),
             }),
-        })
+        };
+        if engine.embedder().is_some() && engine.status().await?.without_vector > 0 {
+            let background = engine.clone();
+            tokio::spawn(async move {
+                if let Err(e) = background.backfill().await {
+                    tracing::warn!(error = %e, "embedding backfill stopped; it resumes at the next open");
+                }
+            });
+        }
+        Ok(engine)
     }
 
     /// The configuration it was opened with.
@@ -151,7 +156,7 @@ impl Engine {
             .map_err(|_| Error::Task("state lock poisoned".into()))
     }
 
-    fn write_state(&self) -> Result<RwLockWriteGuard<'_, State>> {
+    pub(crate) fn write_state(&self) -> Result<RwLockWriteGuard<'_, State>> {
         self.inner
             .state
             .write()
@@ -211,14 +216,7 @@ impl Engine {
             let state = self.read_state()?;
             self.decide(&state, items, now)?
         };
-        let written = store.append(records).await?;
-        let mut state = self.write_state()?;
-        for record in written {
-            match record {
-                Record::Memory(row) => state.apply_memory(row),
-                Record::Event(event) => state.apply_event(&event),
-            }
-        }
+        self.persist(&mut store, records).await?;
         Ok(outcomes)
     }
 
@@ -309,13 +307,12 @@ impl Engine {
             if let Some(title) = &item.title {
                 if let Some(holder) =
                     tenant.and_then(|t| t.titles.get(title).map(|i| &t.memories[*i]))
+                    && superseded.map(|s| s.id) != Some(holder.id)
                 {
-                    if superseded.map(|s| s.id) != Some(holder.id) {
-                        return Err(Error::TitleTaken {
-                            title: title.clone(),
-                            id: holder.id,
-                        });
-                    }
+                    return Err(Error::TitleTaken {
+                        title: title.clone(),
+                        id: holder.id,
+                    });
                 }
                 if !batch_titles.insert((item.tenant.clone(), title.clone())) {
                     return Err(Error::invalid(
@@ -339,22 +336,22 @@ impl Engine {
             }
             near.sort_by(|a, b| b.2.total_cmp(&a.2));
 
-            if superseded.is_none() {
-                if let Some((id, _, cos)) = near.first().filter(|n| n.2 >= write.dedup_threshold) {
-                    records.push(Record::Event(EventRow {
-                        seq: 0,
-                        tenant: item.tenant.clone(),
-                        memory_id: id.to_string(),
-                        op: op::CONFIRM.to_string(),
-                        at_ms: to_ms(observed),
-                        arg: None,
-                    }));
-                    outcomes.push(Remembered::Deduplicated {
-                        id: *id,
-                        cosine: *cos,
-                    });
-                    continue;
-                }
+            if superseded.is_none()
+                && let Some((id, _, cos)) = near.first().filter(|n| n.2 >= write.dedup_threshold)
+            {
+                records.push(Record::Event(EventRow {
+                    seq: 0,
+                    tenant: item.tenant.clone(),
+                    memory_id: id.to_string(),
+                    op: op::CONFIRM.to_string(),
+                    at_ms: to_ms(observed),
+                    arg: None,
+                }));
+                outcomes.push(Remembered::Deduplicated {
+                    id: *id,
+                    cosine: *cos,
+                });
+                continue;
             }
             let similar_to: Vec<Similar> = near
                 .iter()
@@ -443,41 +440,48 @@ impl Engine {
         near
     }
 
-    async fn append_event(
-        &self,
-        tenant: &str,
-        id: Uuid,
-        op: &str,
-        arg: Option<String>,
-    ) -> Result<()> {
-        let now = self.inner.config.clock.now();
-        let mut store = self.inner.store.lock().await;
-        let event = EventRow {
-            seq: 0,
-            tenant: tenant.to_string(),
-            memory_id: id.to_string(),
-            op: op.to_string(),
-            at_ms: to_ms(now),
-            arg,
-        };
-        let written = store.append(vec![Record::Event(event)]).await?;
+    /// Appends records durably and applies them to the in-memory state.
+    pub(crate) async fn persist(&self, store: &mut Store, records: Vec<Record>) -> Result<()> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        let written = store.append(records).await?;
         let mut state = self.write_state()?;
         for record in written {
-            if let Record::Event(e) = record {
-                state.apply_event(&e);
-            }
+            state.apply(record);
         }
         Ok(())
     }
 
+    /// Writes one event now. `memory` is None for tenant-wide events.
+    pub(crate) async fn append_event(
+        &self,
+        tenant: &str,
+        memory: Option<Uuid>,
+        op: &str,
+        arg: Option<String>,
+        at_ms: Option<i64>,
+    ) -> Result<()> {
+        let at_ms = at_ms.unwrap_or_else(|| to_ms(self.inner.config.clock.now()));
+        let mut store = self.inner.store.lock().await;
+        let event = EventRow {
+            seq: 0,
+            tenant: tenant.to_string(),
+            memory_id: memory.map(|id| id.to_string()).unwrap_or_default(),
+            op: op.to_string(),
+            at_ms,
+            arg,
+        };
+        self.persist(&mut store, vec![Record::Event(event)]).await
+    }
+
     /// Checks the tenant and finds a memory by id in it.
-    fn lookup(&self, tenant: &str, id: Uuid) -> Result<Memory> {
+    pub(crate) fn lookup(&self, tenant: &str, id: Uuid) -> Result<Memory> {
         validate::scope_name("tenant", tenant)?;
         let state = self.read_state()?;
         state
             .tenant(tenant)
-            .and_then(|t| t.get(&id))
-            .map(|m| m.view())
+            .and_then(|t| t.view_of(&id))
             .ok_or_else(|| Error::NotFound(id.to_string()))
     }
 
@@ -485,7 +489,8 @@ impl Engine {
     /// `last_confirmed_at = now` (§6).
     pub async fn confirm(&self, tenant: &str, id: Uuid) -> Result<Memory> {
         self.lookup(tenant, id)?;
-        self.append_event(tenant, id, op::CONFIRM, None).await?;
+        self.append_event(tenant, Some(id), op::CONFIRM, None, None)
+            .await?;
         self.lookup(tenant, id)
     }
 
@@ -495,7 +500,8 @@ impl Engine {
         if m.forgotten {
             return Ok(m);
         }
-        self.append_event(tenant, id, op::FORGET, None).await?;
+        self.append_event(tenant, Some(id), op::FORGET, None, None)
+            .await?;
         self.lookup(tenant, id)
     }
 
@@ -524,8 +530,14 @@ impl Engine {
                 reason: "is not active and cannot supersede".into(),
             });
         }
-        self.append_event(tenant, old, op::SUPERSEDED_BY, Some(new.to_string()))
-            .await?;
+        self.append_event(
+            tenant,
+            Some(old),
+            op::SUPERSEDED_BY,
+            Some(new.to_string()),
+            None,
+        )
+        .await?;
         self.lookup(tenant, old)
     }
 
@@ -544,20 +556,18 @@ impl Engine {
         let mut chain = vec![start.clone()];
         let mut seen: HashSet<Uuid> = HashSet::from([start.id]);
         let mut back = start.supersedes;
-        while let Some(prev) = back.and_then(|p| t.get(&p)) {
-            if !seen.insert(prev.id) {
+        while let Some(view) = back.and_then(|p| t.view_of(&p)) {
+            if !seen.insert(view.id) {
                 break;
             }
-            let view = prev.view();
             back = view.supersedes;
             chain.insert(0, view);
         }
         let mut forward = start.superseded_by;
-        while let Some(next) = forward.and_then(|n| t.get(&n)) {
-            if !seen.insert(next.id) {
+        while let Some(view) = forward.and_then(|n| t.view_of(&n)) {
+            if !seen.insert(view.id) {
                 break;
             }
-            let view = next.view();
             forward = view.superseded_by;
             chain.push(view);
         }
@@ -576,8 +586,9 @@ impl Engine {
             .map(|t| {
                 t.memories
                     .iter()
-                    .filter(|m| m.is_active() && bank.is_none_or(|b| m.row.bank == b))
-                    .map(|m| m.view())
+                    .enumerate()
+                    .filter(|(_, m)| m.is_active() && bank.is_none_or(|b| m.row.bank == b))
+                    .map(|(i, _)| t.view(i))
                     .collect()
             })
             .unwrap_or_default())
@@ -618,17 +629,7 @@ impl Engine {
                 })
                 .collect()
         };
-        if events.is_empty() {
-            return Ok(());
-        }
-        let written = store.append(events).await?;
-        let mut state = self.write_state()?;
-        for record in written {
-            if let Record::Event(e) = record {
-                state.apply_event(&e);
-            }
-        }
-        Ok(())
+        self.persist(&mut store, events).await
     }
 
     /// Counts for `recall status`.

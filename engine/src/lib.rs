@@ -14,6 +14,9 @@
 //! - [`Config`]: data directory, embedder ([`ModelSource`]), every tunable of
 //!   the write path ([`WriteConfig`]) and the scorer ([`ScoringConfig`]).
 //! - [`Breakdown`]: why a hit ranked where it did; the formula is in [`score`](crate::relevance).
+//! - Lifecycle: [`Engine::end_session`] (citations, outcomes), [`Engine::mark_drift`],
+//!   [`Engine::promote`], [`Engine::backfill`], [`Engine::briefing`],
+//!   [`Engine::review_queue`], [`Engine::knowledge_map`].
 //!
 //! Storage is LanceDB (source of truth) behind a write-ahead log, BM25 is
 //! tantivy, embeddings are all-MiniLM-L6-v2 run locally (see `recall-indexer`).
@@ -40,16 +43,21 @@
 //! ```
 #![deny(missing_docs)]
 
+mod briefing;
 mod clock;
 mod config;
 mod engine;
 mod error;
+mod lifecycle;
+mod links;
 mod memory;
 mod recall;
+mod review;
 mod score;
 mod state;
 mod validate;
 
+pub use briefing::{BRIEFING_HEADER, briefing_line};
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use config::{
     Bm25Normalization, Config, KindWeights, ModelSource, ScoringConfig, WriteConfig,
@@ -57,8 +65,11 @@ pub use config::{
 };
 pub use engine::{Engine, Status};
 pub use error::{Error, Result};
-pub use memory::{Kind, Memory, NewMemory, Remembered, Similar, Source, Trust};
+pub use lifecycle::{EndSession, SessionEnded};
+pub use links::parse_links;
+pub use memory::{Kind, Link, Memory, NewMemory, Remembered, Similar, Source, Trust};
 pub use recall::{Hit, RecallBuilder, RecallResult};
+pub use review::{ElementSummary, Ignored, KnowledgeMap, ReviewQueue, SimilarPair};
 pub use score::{
     Breakdown, decay_multiplier, drift_multiplier, effective_confidence, normalize_bm25, relevance,
     usage_multiplier,

@@ -128,6 +128,20 @@ pub struct Memory {
     pub citations: u32,
     /// Whether it has an embedding yet.
     pub has_vector: bool,
+    /// An element it is about drifted since it was last confirmed: check it before relying on it.
+    pub verify: bool,
+    /// Titles it references as `[[Title]]`, resolved to the active memory
+    /// holding the title, or pending (`id: None`) until one is written.
+    pub links: Vec<Link>,
+}
+
+/// A `[[Title]]` reference.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Link {
+    /// The referenced title.
+    pub title: String,
+    /// The active memory with that title, if one exists yet.
+    pub id: Option<Uuid>,
 }
 
 impl Memory {

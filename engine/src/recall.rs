@@ -15,7 +15,7 @@ use crate::score::{
     Breakdown, decay_multiplier, drift_multiplier, effective_confidence, normalize_bm25, relevance,
     usage_multiplier,
 };
-use crate::state::{MemoryState, to_ms};
+use crate::state::{MemoryState, TenantState, to_ms};
 use crate::validate;
 
 /// One recalled memory and why it ranked there.
@@ -25,8 +25,11 @@ pub struct Hit {
     pub memory: Memory,
     /// The final score (also `breakdown.score`).
     pub score: f32,
-    /// Every factor of the score.
+    /// Every factor of the score (for a linked neighbour: its parent's).
     pub breakdown: Breakdown,
+    /// Set when the memory came in as a `[[link]]` of a top hit: the parent's
+    /// title (or id). Its score is half the parent's (§4.7).
+    pub via: Option<String>,
 }
 
 /// The answer to a recall.
@@ -207,10 +210,19 @@ impl RecallBuilder {
         Ok(ranked)
     }
 
-    fn eligible(&self, m: &MemoryState, now_ms: i64) -> bool {
+    /// Whether this caller may be served the memory now (§4.6, §7): active,
+    /// in a readable bank (a `session:<id>` bank only with that session, and
+    /// not after the session ended), unexpired, not quarantined unless asked,
+    /// inside the filters, confident enough.
+    fn eligible(&self, tenant: &TenantState, m: &MemoryState, now_ms: i64) -> bool {
         let config = &self.engine.inner.config.scoring;
+        let session_bank_ok = match m.row.bank.strip_prefix("session:") {
+            Some(s) => self.session.as_deref() == Some(s) && !tenant.session_ended(m),
+            None => true,
+        };
         m.is_active()
-            && self.banks.iter().any(|b| *b == m.row.bank)
+            && session_bank_ok
+            && self.banks.contains(&m.row.bank)
             && m.row.expires_at_ms.is_none_or(|e| e > now_ms)
             && (self.include_quarantined || m.trust != Trust::Quarantined)
             && self.kinds.as_ref().is_none_or(|k| k.contains(&m.kind))
@@ -254,7 +266,7 @@ impl RecallBuilder {
                 candidates: 0,
             });
         };
-        let eligible = |i: usize| self.eligible(&tenant.memories[i], now_ms);
+        let eligible = |i: usize| self.eligible(tenant, &tenant.memories[i], now_ms);
 
         // index → (cosine, raw bm25)
         let mut candidates: HashMap<usize, (Option<f32>, Option<f32>)> = HashMap::new();
@@ -277,10 +289,10 @@ impl RecallBuilder {
         // A lexical-only candidate's vector half is its true cosine, not 0.
         if let Some(q) = query_vector {
             for (i, (cos, _)) in candidates.iter_mut() {
-                if cos.is_none() {
-                    if let Some(row) = tenant.memories[*i].vector_row {
-                        *cos = tenant.vectors.row(row).map(|v| dot(v, q));
-                    }
+                if cos.is_none()
+                    && let Some(row) = tenant.memories[*i].vector_row
+                {
+                    *cos = tenant.vectors.row(row).map(|v| dot(v, q));
                 }
             }
         }
@@ -310,7 +322,7 @@ impl RecallBuilder {
                 let age = now_ms - m.last_confirmed_ms;
                 let kind_weight = config.kind_weights.of(m.kind);
                 let decay = decay_multiplier(config, age, m.confirmations);
-                let usage = usage_multiplier(config, m.citations, m.sessions_dealt.len() as u32);
+                let usage = usage_multiplier(config, m.citations(), m.impressions());
                 let drift = drift_multiplier(config, tenant.drifted(m));
                 let confidence = effective_confidence(
                     config,
@@ -320,7 +332,8 @@ impl RecallBuilder {
                 );
                 let score = rel * kind_weight * decay * usage * drift * confidence;
                 Some(Hit {
-                    memory: m.view(),
+                    memory: tenant.view(i),
+                    via: None,
                     score,
                     breakdown: Breakdown {
                         cosine,
@@ -338,12 +351,52 @@ impl RecallBuilder {
                 })
             })
             .collect();
-        hits.sort_by(|a, b| {
+        let by_score = |a: &Hit, b: &Hit| {
             b.score
                 .total_cmp(&a.score)
                 .then(a.memory.id.cmp(&b.memory.id))
-        });
+        };
+        hits.sort_by(by_score);
         hits.truncate(self.k);
+        // Each top hit brings up to two linked memories not already present.
+        let mut present: std::collections::HashSet<Uuid> =
+            hits.iter().map(|h| h.memory.id).collect();
+        let mut linked = Vec::new();
+        for parent in &hits {
+            let label = parent
+                .memory
+                .title
+                .clone()
+                .unwrap_or_else(|| parent.memory.id.to_string());
+            let neighbours = parent
+                .memory
+                .links
+                .iter()
+                .filter_map(|l| l.id)
+                .filter_map(|id| tenant.by_id.get(&id).copied())
+                .filter(|&i| eligible(i));
+            let mut brought = 0;
+            for i in neighbours {
+                if brought == 2 {
+                    break;
+                }
+                if !present.insert(tenant.memories[i].id) {
+                    continue;
+                }
+                brought += 1;
+                let score = parent.score * 0.5;
+                let mut breakdown = parent.breakdown.clone();
+                breakdown.score = score;
+                linked.push(Hit {
+                    memory: tenant.view(i),
+                    score,
+                    breakdown,
+                    via: Some(label.clone()),
+                });
+            }
+        }
+        hits.extend(linked);
+        hits.sort_by(by_score);
         if matches!(config.bm25, Bm25Normalization::MaxOfQuery) {
             tracing::debug!("max-of-query BM25 normalization: abstention is unreliable");
         }

@@ -1,19 +1,20 @@
 //! The in-memory state: every memory of every tenant with its counters,
-//! folded from the store's rows and events. The store is the truth; this is
-//! rebuilt from it at open and kept in step by every write.
+//! folded from the store's records. The store is the truth; this is rebuilt
+//! from it at open and kept in step by every write.
 
 use std::collections::{HashMap, HashSet};
 use std::str::FromStr;
 
 use chrono::{DateTime, TimeZone, Utc};
-use recall_indexer::{EventRow, MemoryRow, VectorSet};
+use recall_indexer::{EventRow, MemoryRow, Record, VectorRow, VectorSet};
 use uuid::Uuid;
 
-use crate::memory::{Kind, Memory, Source, Trust};
+use crate::links::parse_links;
+use crate::memory::{Kind, Link, Memory, Source, Trust};
 
 /// Event operations written by the engine.
 pub(crate) mod op {
-    /// `confirmations += 1`, `last_confirmed_at = max(last, at)`, drift cleared.
+    /// `confirmations += 1`, `last_confirmed_at = max(last, at)`, drift acknowledged.
     pub const CONFIRM: &str = "confirm";
     /// Soft delete.
     pub const FORGET: &str = "forget";
@@ -21,6 +22,12 @@ pub(crate) mod op {
     pub const SUPERSEDED_BY: &str = "superseded_by";
     /// `arg` = the session the memory was dealt to.
     pub const IMPRESSION: &str = "impression";
+    /// `arg` = the session that said it used the memory.
+    pub const CITATION: &str = "citation";
+    /// Tenant-wide (`memory_id` empty): `arg` = the element whose code changed at `at`.
+    pub const DRIFT: &str = "drift";
+    /// Tenant-wide (`memory_id` empty): `arg` = the session that ended at `at`.
+    pub const SESSION_END: &str = "session_end";
 }
 
 pub(crate) fn to_ms(t: DateTime<Utc>) -> i64 {
@@ -43,11 +50,15 @@ pub(crate) struct MemoryState {
     pub(crate) trust: Trust,
     pub(crate) last_confirmed_ms: i64,
     pub(crate) confirmations: u32,
+    /// Drift stamps at or before this are acknowledged by a confirmation.
+    pub(crate) drift_ack_ms: i64,
     pub(crate) forgotten: bool,
     pub(crate) superseded_by: Option<Uuid>,
     pub(crate) sessions_dealt: HashSet<String>,
-    pub(crate) citations: u32,
+    pub(crate) sessions_cited: HashSet<String>,
     pub(crate) vector_row: Option<usize>,
+    /// Titles referenced as `[[Title]]`.
+    pub(crate) links: Vec<String>,
     /// Text folded for dedup when there are no vectors.
     pub(crate) folded: String,
 }
@@ -57,40 +68,16 @@ impl MemoryState {
         !self.forgotten && self.superseded_by.is_none()
     }
 
-    pub(crate) fn view(&self) -> Memory {
-        let r = &self.row;
-        Memory {
-            id: self.id,
-            tenant: r.tenant.clone(),
-            bank: r.bank.clone(),
-            kind: self.kind,
-            title: r.title.clone(),
-            content: r.content.clone(),
-            elements: r.elements.clone(),
-            source: self.source,
-            trust: self.trust,
-            agent: r.agent.clone(),
-            session_id: r.session_id.clone(),
-            confidence: r.confidence,
-            observed_at: from_ms(r.observed_at_ms),
-            created_at: from_ms(r.created_at_ms),
-            last_confirmed_at: from_ms(self.last_confirmed_ms),
-            confirmations: self.confirmations,
-            expires_at: r.expires_at_ms.map(from_ms),
-            supersedes: r
-                .supersedes
-                .as_deref()
-                .and_then(|s| Uuid::parse_str(s).ok()),
-            superseded_by: self.superseded_by,
-            forgotten: self.forgotten,
-            impressions: self.sessions_dealt.len() as u32,
-            citations: self.citations,
-            has_vector: self.vector_row.is_some(),
-        }
+    pub(crate) fn impressions(&self) -> u32 {
+        self.sessions_dealt.len() as u32
+    }
+
+    pub(crate) fn citations(&self) -> u32 {
+        self.sessions_cited.len() as u32
     }
 }
 
-/// One tenant: its memories, lookups, and vectors.
+/// One tenant: its memories, lookups, vectors, drift stamps and ended sessions.
 #[derive(Debug)]
 pub(crate) struct TenantState {
     pub(crate) memories: Vec<MemoryState>,
@@ -99,8 +86,10 @@ pub(crate) struct TenantState {
     /// Titles of active memories.
     pub(crate) titles: HashMap<String, usize>,
     pub(crate) vectors: VectorSet,
-    /// Element → when its code last changed (§6; stamped by the lifecycle's drift marking).
+    /// Element → when its code last changed (§6).
     pub(crate) drift: HashMap<String, i64>,
+    /// Sessions that ended, with when: their `session:<id>` banks expire (§7).
+    pub(crate) ended_sessions: HashMap<String, i64>,
 }
 
 impl TenantState {
@@ -112,6 +101,7 @@ impl TenantState {
             titles: HashMap::new(),
             vectors: VectorSet::new(dim),
             drift: HashMap::new(),
+            ended_sessions: HashMap::new(),
         }
     }
 
@@ -127,20 +117,82 @@ impl TenantState {
             .or_else(|| self.titles.get(id_or_title).copied())
     }
 
-    /// True when one of the memory's elements drifted after its last confirmation.
+    /// The latest drift stamp on any of the memory's elements.
+    fn latest_drift(&self, m: &MemoryState) -> Option<i64> {
+        m.row
+            .elements
+            .iter()
+            .filter_map(|e| self.drift.get(e).copied())
+            .max()
+    }
+
+    /// True when one of the memory's elements drifted after its last
+    /// confirmation (and no confirmation acknowledged that drift since).
     pub(crate) fn drifted(&self, m: &MemoryState) -> bool {
-        m.row.elements.iter().any(|e| {
-            self.drift
-                .get(e)
-                .is_some_and(|at| *at > m.last_confirmed_ms)
-        })
+        self.latest_drift(m)
+            .is_some_and(|at| at > m.last_confirmed_ms && at > m.drift_ack_ms)
+    }
+
+    /// True when the memory lives in the bank of a session that has ended.
+    pub(crate) fn session_ended(&self, m: &MemoryState) -> bool {
+        m.row
+            .bank
+            .strip_prefix("session:")
+            .is_some_and(|s| self.ended_sessions.contains_key(s))
+    }
+
+    /// The public view of the memory at `index`.
+    pub(crate) fn view(&self, index: usize) -> Memory {
+        let m = &self.memories[index];
+        let r = &m.row;
+        Memory {
+            id: m.id,
+            tenant: r.tenant.clone(),
+            bank: r.bank.clone(),
+            kind: m.kind,
+            title: r.title.clone(),
+            content: r.content.clone(),
+            elements: r.elements.clone(),
+            source: m.source,
+            trust: m.trust,
+            agent: r.agent.clone(),
+            session_id: r.session_id.clone(),
+            confidence: r.confidence,
+            observed_at: from_ms(r.observed_at_ms),
+            created_at: from_ms(r.created_at_ms),
+            last_confirmed_at: from_ms(m.last_confirmed_ms),
+            confirmations: m.confirmations,
+            expires_at: r.expires_at_ms.map(from_ms),
+            supersedes: r
+                .supersedes
+                .as_deref()
+                .and_then(|s| Uuid::parse_str(s).ok()),
+            superseded_by: m.superseded_by,
+            forgotten: m.forgotten,
+            impressions: m.impressions(),
+            citations: m.citations(),
+            has_vector: m.vector_row.is_some(),
+            verify: self.drifted(m),
+            links: m
+                .links
+                .iter()
+                .map(|title| Link {
+                    title: title.clone(),
+                    id: self.titles.get(title).map(|i| self.memories[*i].id),
+                })
+                .collect(),
+        }
+    }
+
+    pub(crate) fn view_of(&self, id: &Uuid) -> Option<Memory> {
+        self.by_id.get(id).map(|i| self.view(*i))
     }
 
     fn deactivate(&mut self, index: usize) {
-        if let Some(title) = &self.memories[index].row.title {
-            if self.titles.get(title) == Some(&index) {
-                self.titles.remove(title);
-            }
+        if let Some(title) = &self.memories[index].row.title
+            && self.titles.get(title) == Some(&index)
+        {
+            self.titles.remove(title);
         }
     }
 }
@@ -164,9 +216,18 @@ impl State {
         self.tenants.get(tenant)
     }
 
+    /// Applies one durable record.
+    pub(crate) fn apply(&mut self, record: Record) {
+        match record {
+            Record::Memory(row) => self.apply_memory(row),
+            Record::Event(event) => self.apply_event(&event),
+            Record::Vector(vector) => self.apply_vector(vector),
+        }
+    }
+
     /// Adds a memory row (rows with unknown kinds or ids are skipped with a
     /// warning: they were written by a newer or damaged engine).
-    pub(crate) fn apply_memory(&mut self, mut row: MemoryRow) {
+    fn apply_memory(&mut self, mut row: MemoryRow) {
         let parsed = (
             Uuid::parse_str(&row.id),
             Kind::from_str(&row.kind),
@@ -190,11 +251,10 @@ impl State {
             .supersedes
             .as_deref()
             .and_then(|s| Uuid::parse_str(s).ok())
+            && let Some(&old_index) = tenant.by_id.get(&old)
         {
-            if let Some(&old_index) = tenant.by_id.get(&old) {
-                tenant.memories[old_index].superseded_by = Some(id);
-                tenant.deactivate(old_index);
-            }
+            tenant.memories[old_index].superseded_by = Some(id);
+            tenant.deactivate(old_index);
         }
         let vector_row = match row.vector.take() {
             Some(v) if v.len() == dim => {
@@ -211,25 +271,59 @@ impl State {
         tenant.memories.push(MemoryState {
             id,
             folded: crate::validate::normalized_text(&row.content),
+            links: parse_links(&row.content),
             last_confirmed_ms: row.observed_at_ms,
             row,
             kind,
             source,
             trust,
             confirmations: 0,
+            drift_ack_ms: i64::MIN,
             forgotten: false,
             superseded_by: None,
             sessions_dealt: HashSet::new(),
-            citations: 0,
+            sessions_cited: HashSet::new(),
             vector_row,
         });
     }
 
+    fn apply_vector(&mut self, row: VectorRow) {
+        let Some(tenant) = self.tenants.get_mut(&row.tenant) else {
+            return;
+        };
+        let Some(&index) = Uuid::parse_str(&row.memory_id)
+            .ok()
+            .and_then(|id| tenant.by_id.get(&id))
+        else {
+            return;
+        };
+        if tenant.memories[index].vector_row.is_none() && row.vector.len() == self.dim {
+            tenant.vectors.push(index, &row.vector);
+            tenant.memories[index].vector_row = Some(tenant.vectors.len() - 1);
+        }
+    }
+
     /// Applies an event; events about unknown memories are ignored.
-    pub(crate) fn apply_event(&mut self, event: &EventRow) {
+    fn apply_event(&mut self, event: &EventRow) {
         let Some(tenant) = self.tenants.get_mut(&event.tenant) else {
             return;
         };
+        match event.op.as_str() {
+            op::DRIFT => {
+                if let Some(element) = &event.arg {
+                    let stamp = tenant.drift.entry(element.clone()).or_insert(event.at_ms);
+                    *stamp = (*stamp).max(event.at_ms);
+                }
+                return;
+            }
+            op::SESSION_END => {
+                if let Some(session) = &event.arg {
+                    tenant.ended_sessions.insert(session.clone(), event.at_ms);
+                }
+                return;
+            }
+            _ => {}
+        }
         let Some(&index) = Uuid::parse_str(&event.memory_id)
             .ok()
             .and_then(|id| tenant.by_id.get(&id))
@@ -238,9 +332,13 @@ impl State {
         };
         match event.op.as_str() {
             op::CONFIRM => {
+                let latest_drift = tenant.latest_drift(&tenant.memories[index]);
                 let m = &mut tenant.memories[index];
                 m.confirmations += 1;
                 m.last_confirmed_ms = m.last_confirmed_ms.max(event.at_ms);
+                if let Some(at) = latest_drift {
+                    m.drift_ack_ms = m.drift_ack_ms.max(at);
+                }
             }
             op::FORGET => {
                 tenant.memories[index].forgotten = true;
@@ -258,6 +356,15 @@ impl State {
                     tenant.memories[index]
                         .sessions_dealt
                         .insert(session.clone());
+                }
+            }
+            op::CITATION => {
+                let m = &mut tenant.memories[index];
+                if let Some(session) = &event.arg {
+                    // Testimony counts only for what the session was dealt.
+                    if m.sessions_dealt.contains(session) {
+                        m.sessions_cited.insert(session.clone());
+                    }
                 }
             }
             other => tracing::warn!(op = other, "skipping an event this engine does not know"),

@@ -13,6 +13,9 @@ use recall::{
 };
 use uuid::Uuid;
 
+#[path = "engine/lifecycle.rs"]
+mod lifecycle;
+
 fn model() -> ModelSource {
     static MODEL: OnceLock<Arc<FastEmbedder>> = OnceLock::new();
     let embedder = MODEL.get_or_init(|| {
@@ -393,18 +396,18 @@ async fn crash_writer_child() {
     };
     let engine = open(std::path::Path::new(&dir)).await;
     for i in 0.. {
-        let id = engine
-            .remember(note(
+        // One bank per memory: near-identical texts must not deduplicate here.
+        let outcome = engine
+            .remember(NewMemory::new(
+                TENANT,
+                format!("bank:{i}"),
                 Kind::Note,
-                &format!(
-                    "Crash test memory number {i} about service {}",
-                    i * 7919 % 1000
-                ),
+                format!("Crash test memory number {i}"),
             ))
             .await
-            .unwrap()
-            .id();
-        println!("ACK {id}");
+            .unwrap();
+        assert!(matches!(outcome, Remembered::Stored { .. }));
+        println!("ACK {}", outcome.id());
     }
 }
 
@@ -442,10 +445,14 @@ async fn acknowledged_writes_survive_sigkill() {
     for id in &acked {
         engine.get(TENANT, *id).await.unwrap();
     }
+    assert_eq!(
+        engine.status().await.unwrap().memories,
+        engine.list(TENANT, None).await.unwrap().len()
+    );
     let last = engine.get(TENANT, *acked.last().unwrap()).await.unwrap();
     let result = engine
         .recall(TENANT, &last.content)
-        .read([BANK])
+        .read([last.bank.clone()])
         .limit(1)
         .execute()
         .await
@@ -517,7 +524,8 @@ async fn bad_input_is_a_typed_error_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let engine = open(dir.path()).await;
     let ok = || note(Kind::Note, "A perfectly fine memory.");
-    let cases: Vec<(NewMemory, fn(&Error) -> bool)> = vec![
+    type Expect = fn(&Error) -> bool;
+    let cases: Vec<(NewMemory, Expect)> = vec![
         (note(Kind::Note, "   "), |e| {
             matches!(
                 e,

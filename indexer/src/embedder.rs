@@ -26,6 +26,12 @@ pub trait Embedder: Send + Sync {
     fn name(&self) -> &str;
     /// Embeds a batch of texts, one vector per text, in order.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>>;
+    /// Tokens in each text by this embedder's tokenizer, untruncated, when it
+    /// has one (used to keep briefings within a token budget). Default: None.
+    fn count_tokens(&self, texts: &[&str]) -> Option<Vec<usize>> {
+        let _ = texts;
+        None
+    }
 }
 
 /// Runs `embedder` and checks its output: one vector per text, the promised
@@ -163,6 +169,17 @@ impl Embedder for FastEmbedder {
         model
             .embed(texts, Some(64))
             .map_err(|e| IndexerError::Embedding(e.to_string()))
+    }
+
+    fn count_tokens(&self, texts: &[&str]) -> Option<Vec<usize>> {
+        let mut tokenizer = self.model.lock().ok()?.tokenizer.clone();
+        // The embedding path truncates at 256 tokens; a budget needs the full count.
+        tokenizer.with_truncation(None).ok()?;
+        tokenizer.with_padding(None);
+        texts
+            .iter()
+            .map(|t| tokenizer.encode(*t, false).ok().map(|e| e.len()))
+            .collect()
     }
 }
 

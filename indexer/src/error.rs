@@ -36,6 +36,12 @@ pub enum IndexerError {
         /// What was wrong with it.
         detail: String,
     },
+    /// Another engine (this process or another) has the data directory open.
+    #[error("{path} is in use by another recall engine (one writer per data directory)")]
+    Locked {
+        /// The lock file.
+        path: PathBuf,
+    },
     /// The embedding model files are missing (run `scripts/setup.sh`).
     #[error("embedding model not found: {path} is missing (run scripts/setup.sh)")]
     ModelMissing {

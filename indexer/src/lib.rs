@@ -2,7 +2,8 @@
 //!
 //! - [`Store`]: the durable store. A write-ahead log ([`Durability`]) in front
 //!   of two LanceDB tables, `memories` (one immutable row per memory, vector as
-//!   `FixedSizeList<Float32, dim>`) and `events` (every later change), with a
+//!   `FixedSizeList<Float32, dim>`), `events` (every later change) and
+//!   `vectors` (embeddings backfilled after the fact), with a
 //!   tantivy BM25 index ([`LexicalSearcher`]) derived from them and caught up
 //!   or rebuilt at open.
 //! - [`VectorSet`]: one tenant's vectors in memory and the nearest-neighbour
@@ -15,7 +16,7 @@
 //! # tokio::runtime::Runtime::new()?.block_on(async {
 //! let dir = tempfile::tempdir()?;
 //! let (mut store, recovered) = Store::open(StoreOptions::new(dir.path(), 4)).await?;
-//! assert!(recovered.memories.is_empty());
+//! assert!(recovered.records.is_empty());
 //! let row = MemoryRow {
 //!     seq: 0, id: "m1".into(), tenant: "acme".into(), bank: "org".into(),
 //!     kind: "note".into(), title: None, content: "deploys run at noon".into(),
@@ -29,7 +30,7 @@
 //! assert_eq!(hits.len(), 1);
 //! drop(store);
 //! let (_, recovered) = Store::open(StoreOptions::new(dir.path(), 4)).await?;
-//! assert_eq!(recovered.memories.len(), 1);
+//! assert_eq!(recovered.records.len(), 1);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! # })?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -50,6 +51,6 @@ pub use embedder::{
 };
 pub use error::{IndexerError, Result};
 pub use lexical::LexicalHit;
-pub use rows::{EventRow, MemoryRow, Record};
+pub use rows::{EventRow, MemoryRow, Record, VectorRow};
 pub use store::{Durability, LexicalSearcher, Recovered, Store, StoreOptions};
 pub use vectors::{ScanConfig, VectorSet};

@@ -67,13 +67,32 @@ pub struct EventRow {
     pub arg: Option<String>,
 }
 
-/// One durable write: a new memory or an event.
+/// A vector computed after the memory was written (backfill, once an
+/// embedder is configured for a store written without one).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VectorRow {
+    /// Store-wide sequence number, assigned by [`crate::Store`].
+    pub seq: u64,
+    /// The tenant of the memory.
+    pub tenant: String,
+    /// The memory it belongs to.
+    pub memory_id: String,
+    /// The embedding.
+    pub vector: Vec<f32>,
+}
+
+/// One durable write: a new memory, an event, or a backfilled vector.
+// Most records are memories, so boxing the large variant would only add an
+// allocation per write.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Record {
     /// A new memory row.
     Memory(MemoryRow),
     /// A change to an existing memory.
     Event(EventRow),
+    /// A backfilled vector.
+    Vector(VectorRow),
 }
 
 impl Record {
@@ -82,6 +101,7 @@ impl Record {
         match self {
             Record::Memory(m) => m.seq,
             Record::Event(e) => e.seq,
+            Record::Vector(v) => v.seq,
         }
     }
 
@@ -89,6 +109,7 @@ impl Record {
         match self {
             Record::Memory(m) => m.seq = seq,
             Record::Event(e) => e.seq = seq,
+            Record::Vector(v) => v.seq = seq,
         }
     }
 }

@@ -3,10 +3,11 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::error::{IndexerError, Result};
 use crate::lexical::{LexicalHit, LexicalIndex};
-use crate::rows::{EventRow, MemoryRow, Record};
+use crate::rows::{MemoryRow, Record};
 use crate::table::Tables;
 use crate::wal::Wal;
 
@@ -33,7 +34,7 @@ pub struct StoreOptions {
     pub dim: usize,
     /// Records buffered in the log before they are written to the tables. Default 1,024.
     pub flush_every: usize,
-    /// Table flushes between compactions of small fragments. Default 16.
+    /// Table flushes between background compactions of small fragments. Default 16.
     pub compact_every: usize,
 }
 
@@ -49,14 +50,12 @@ impl StoreOptions {
     }
 }
 
-/// Everything the store held at open, in sequence order: the engine folds it
-/// into its in-memory state.
+/// Everything the store held at open: every record, in sequence order. The
+/// engine folds it into its in-memory state.
 #[derive(Debug, Default)]
 pub struct Recovered {
-    /// All memory rows.
-    pub memories: Vec<MemoryRow>,
-    /// All events.
-    pub events: Vec<EventRow>,
+    /// Memories, events and backfilled vectors, ordered by sequence number.
+    pub records: Vec<Record>,
     /// How many records came from the write-ahead log (written but not yet in the tables).
     pub replayed: usize,
 }
@@ -91,6 +90,9 @@ pub struct Store {
     pending: Vec<Record>,
     next_seq: u64,
     flushes: usize,
+    compacting: Arc<AtomicBool>,
+    /// Held open for its advisory lock: one writer per data directory.
+    _lock: std::fs::File,
 }
 
 impl Store {
@@ -100,6 +102,20 @@ impl Store {
     pub async fn open(options: StoreOptions) -> Result<(Store, Recovered)> {
         let dir = options.dir.clone();
         std::fs::create_dir_all(&dir).map_err(IndexerError::io(&dir))?;
+        let lock_path = dir.join("LOCK");
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(IndexerError::io(&lock_path))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(IndexerError::Locked { path: lock_path });
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(IndexerError::io(&lock_path)(e)),
+        }
         let uri = dir.join("tables");
         let uri = uri
             .to_str()
@@ -107,32 +123,38 @@ impl Store {
         let tables = Tables::open(uri, options.dim).await?;
         let mut memories = tables.load_memories().await?;
         let mut events = tables.load_events().await?;
+        let mut vectors = tables.load_vectors().await?;
         let memories_upto = memories.last().map_or(0, |m| m.seq);
         let events_upto = events.last().map_or(0, |e| e.seq);
+        let vectors_upto = vectors.last().map_or(0, |v| v.seq);
 
+        // Each table's highest sequence number says which logged records it
+        // already holds (a crash can fall between the table writes of a flush).
         let (mut wal, batches) = Wal::open(&dir.join("wal.log"))?;
-        let mut replay_memories = Vec::new();
-        let mut replay_events = Vec::new();
+        let mut replay = Vec::new();
         for record in batches.into_iter().flatten() {
-            match record {
-                Record::Memory(m) if m.seq > memories_upto => replay_memories.push(m),
-                Record::Event(e) if e.seq > events_upto => replay_events.push(e),
-                _ => {}
+            let missing = match &record {
+                Record::Memory(m) => m.seq > memories_upto,
+                Record::Event(e) => e.seq > events_upto,
+                Record::Vector(v) => v.seq > vectors_upto,
+            };
+            if missing {
+                replay.push(record);
             }
         }
-        let replayed = replay_memories.len() + replay_events.len();
+        let replayed = replay.len();
         if replayed > 0 {
             tracing::info!(replayed, "replaying the write-ahead log into the tables");
-            tables
-                .append_memories(&replay_memories.iter().collect::<Vec<_>>())
-                .await?;
-            tables
-                .append_events(&replay_events.iter().collect::<Vec<_>>())
-                .await?;
+            tables.append(&replay).await?;
         }
         wal.reset()?;
-        memories.extend(replay_memories);
-        events.extend(replay_events);
+        for record in replay {
+            match record {
+                Record::Memory(m) => memories.push(m),
+                Record::Event(e) => events.push(e),
+                Record::Vector(v) => vectors.push(v),
+            }
+        }
 
         let lexical = Arc::new(LexicalIndex::open(&dir.join("lexical"))?);
         let last_memory = memories.last().map_or(0, |m| m.seq);
@@ -148,7 +170,14 @@ impl Store {
             lexical.commit()?;
         }
 
-        let next_seq = 1 + last_memory.max(events.last().map_or(0, |e| e.seq));
+        let mut records: Vec<Record> = memories
+            .into_iter()
+            .map(Record::Memory)
+            .chain(events.into_iter().map(Record::Event))
+            .chain(vectors.into_iter().map(Record::Vector))
+            .collect();
+        records.sort_by_key(Record::seq);
+        let next_seq = 1 + records.last().map_or(0, Record::seq);
         Ok((
             Store {
                 options,
@@ -158,12 +187,10 @@ impl Store {
                 pending: Vec::new(),
                 next_seq,
                 flushes: 0,
+                compacting: Arc::new(AtomicBool::new(false)),
+                _lock: lock,
             },
-            Recovered {
-                memories,
-                events,
-                replayed,
-            },
+            Recovered { records, replayed },
         ))
     }
 
@@ -187,7 +214,7 @@ impl Store {
             .iter()
             .filter_map(|r| match r {
                 Record::Memory(m) => Some(m),
-                Record::Event(_) => None,
+                Record::Event(_) | Record::Vector(_) => None,
             })
             .collect();
         if let Err(e) = self.lexical.add(&memories) {
@@ -195,10 +222,10 @@ impl Store {
             tracing::error!(error = %e, "lexical index rejected a document");
         }
         self.pending.extend(records.iter().cloned());
-        if self.pending.len() >= self.options.flush_every {
-            if let Err(e) = self.flush().await {
-                tracing::warn!(error = %e, "flushing the log to the tables failed; will retry");
-            }
+        if self.pending.len() >= self.options.flush_every
+            && let Err(e) = self.flush().await
+        {
+            tracing::warn!(error = %e, "flushing the log to the tables failed; will retry");
         }
         Ok(records)
     }
@@ -209,24 +236,25 @@ impl Store {
         if self.pending.is_empty() {
             return Ok(());
         }
-        let mut memories = Vec::new();
-        let mut events = Vec::new();
-        for record in &self.pending {
-            match record {
-                Record::Memory(m) => memories.push(m),
-                Record::Event(e) => events.push(e),
-            }
-        }
-        self.tables.append_memories(&memories).await?;
-        self.tables.append_events(&events).await?;
+        self.tables.append(&self.pending).await?;
         self.lexical.commit()?;
         self.wal.reset()?;
         self.pending.clear();
         self.flushes += 1;
-        if self.options.compact_every > 0 && self.flushes % self.options.compact_every == 0 {
-            if let Err(e) = self.tables.compact().await {
-                tracing::warn!(error = %e, "table compaction failed; will retry later");
-            }
+        if self.options.compact_every > 0
+            && self.flushes.is_multiple_of(self.options.compact_every)
+            && !self.compacting.swap(true, Ordering::AcqRel)
+        {
+            // Compaction rewrites fragments only (LanceDB commits it as its
+            // own version, compatible with concurrent appends); writers never wait for it.
+            let tables = self.tables.clone();
+            let compacting = self.compacting.clone();
+            tokio::spawn(async move {
+                if let Err(e) = tables.compact().await {
+                    tracing::warn!(error = %e, "table compaction failed; will retry later");
+                }
+                compacting.store(false, Ordering::Release);
+            });
         }
         Ok(())
     }

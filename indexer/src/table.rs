@@ -1,5 +1,6 @@
 //! The LanceDB tables, the source of truth: `memories` (one immutable row per
-//! memory) and `events` (every later change, appended).
+//! memory), `events` (every later change, appended) and `vectors` (embeddings
+//! backfilled for memories written without one).
 
 use std::sync::Arc;
 
@@ -17,21 +18,22 @@ use lancedb::table::OptimizeAction;
 use lancedb::{Connection, Table};
 
 use crate::error::{IndexerError, Result};
-use crate::rows::{EventRow, MemoryRow};
+use crate::rows::{EventRow, MemoryRow, Record, VectorRow};
 
 const MEMORIES: &str = "memories";
 const EVENTS: &str = "events";
+const VECTORS: &str = "vectors";
 
 /// Handle on the two tables of one data directory (or any LanceDB URI).
 #[derive(Clone)]
 pub(crate) struct Tables {
     memories: Table,
     events: Table,
+    vectors: Table,
     dim: usize,
 }
 
 fn memory_schema(dim: usize) -> SchemaRef {
-    let item = Arc::new(Field::new("item", DataType::Float32, true));
     Arc::new(Schema::new(vec![
         Field::new("seq", DataType::UInt64, false),
         Field::new("id", DataType::Utf8, false),
@@ -54,7 +56,21 @@ fn memory_schema(dim: usize) -> SchemaRef {
         Field::new("created_at_ms", DataType::Int64, false),
         Field::new("expires_at_ms", DataType::Int64, true),
         Field::new("supersedes", DataType::Utf8, true),
-        Field::new("vector", DataType::FixedSizeList(item, dim as i32), true),
+        vector_field(dim),
+    ]))
+}
+
+fn vector_field(dim: usize) -> Field {
+    let item = Arc::new(Field::new("item", DataType::Float32, true));
+    Field::new("vector", DataType::FixedSizeList(item, dim as i32), true)
+}
+
+fn vector_schema(dim: usize) -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("seq", DataType::UInt64, false),
+        Field::new("tenant", DataType::Utf8, false),
+        Field::new("memory_id", DataType::Utf8, false),
+        vector_field(dim),
     ]))
 }
 
@@ -80,6 +96,7 @@ impl Tables {
             .map_err(IndexerError::lance(MEMORIES))?;
         let memories = open_or_create(&db, MEMORIES, memory_schema(dim)).await?;
         let events = open_or_create(&db, EVENTS, event_schema()).await?;
+        let vectors = open_or_create(&db, VECTORS, vector_schema(dim)).await?;
         let schema = memories
             .schema()
             .await
@@ -99,11 +116,29 @@ impl Tables {
         Ok(Tables {
             memories,
             events,
+            vectors,
             dim,
         })
     }
 
-    pub(crate) async fn append_memories(&self, rows: &[&MemoryRow]) -> Result<()> {
+    /// Appends records to their tables: memories, then events, then vectors.
+    pub(crate) async fn append(&self, records: &[Record]) -> Result<()> {
+        let mut memories = Vec::new();
+        let mut events = Vec::new();
+        let mut vectors = Vec::new();
+        for record in records {
+            match record {
+                Record::Memory(m) => memories.push(m),
+                Record::Event(e) => events.push(e),
+                Record::Vector(v) => vectors.push(v),
+            }
+        }
+        self.append_memories(&memories).await?;
+        self.append_events(&events).await?;
+        self.append_vectors(&vectors).await
+    }
+
+    async fn append_memories(&self, rows: &[&MemoryRow]) -> Result<()> {
         if rows.is_empty() {
             return Ok(());
         }
@@ -116,7 +151,7 @@ impl Tables {
         Ok(())
     }
 
-    pub(crate) async fn append_events(&self, rows: &[&EventRow]) -> Result<()> {
+    async fn append_events(&self, rows: &[&EventRow]) -> Result<()> {
         if rows.is_empty() {
             return Ok(());
         }
@@ -127,6 +162,68 @@ impl Tables {
             .await
             .map_err(IndexerError::lance(EVENTS))?;
         Ok(())
+    }
+
+    async fn append_vectors(&self, rows: &[&VectorRow]) -> Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        for row in rows {
+            check_width(&row.vector, self.dim)?;
+        }
+        let vectors = FixedSizeListArray::from_iter_primitive::<Float32Type, _, _>(
+            rows.iter()
+                .map(|r| Some(r.vector.iter().copied().map(Some))),
+            self.dim as i32,
+        );
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.seq))),
+            Arc::new(StringArray::from_iter_values(
+                rows.iter().map(|r| r.tenant.as_str()),
+            )),
+            Arc::new(StringArray::from_iter_values(
+                rows.iter().map(|r| r.memory_id.as_str()),
+            )),
+            Arc::new(vectors),
+        ];
+        let batch = RecordBatch::try_new(vector_schema(self.dim), columns)
+            .map_err(|e| IndexerError::corrupt("vector batch", e.to_string()))?;
+        self.vectors
+            .add(batch)
+            .execute()
+            .await
+            .map_err(IndexerError::lance(VECTORS))?;
+        Ok(())
+    }
+
+    pub(crate) async fn load_vectors(&self) -> Result<Vec<VectorRow>> {
+        let batches = scan(&self.vectors, VECTORS).await?;
+        let mut rows = Vec::new();
+        for batch in &batches {
+            let c = Columns {
+                batch,
+                table: VECTORS,
+            };
+            let (seq, tenant, memory_id) = (c.u64("seq")?, c.text("tenant")?, c.text("memory_id")?);
+            let vectors = c
+                .get("vector")?
+                .as_fixed_size_list_opt()
+                .ok_or_else(|| c.wrong("vector"))?;
+            for i in 0..batch.num_rows() {
+                let values = vectors.value(i);
+                let values = values
+                    .as_primitive_opt::<Float32Type>()
+                    .ok_or_else(|| c.wrong("vector"))?;
+                rows.push(VectorRow {
+                    seq: seq.value(i),
+                    tenant: tenant.value(i).to_string(),
+                    memory_id: memory_id.value(i).to_string(),
+                    vector: values.values().to_vec(),
+                });
+            }
+        }
+        rows.sort_by_key(|r| r.seq);
+        Ok(rows)
     }
 
     pub(crate) async fn load_memories(&self) -> Result<Vec<MemoryRow>> {
@@ -151,7 +248,11 @@ impl Tables {
 
     /// Merges the small fragments that batched appends leave behind.
     pub(crate) async fn compact(&self) -> Result<()> {
-        for (table, name) in [(&self.memories, MEMORIES), (&self.events, EVENTS)] {
+        for (table, name) in [
+            (&self.memories, MEMORIES),
+            (&self.events, EVENTS),
+            (&self.vectors, VECTORS),
+        ] {
             table
                 .optimize(OptimizeAction::All)
                 .await
@@ -200,12 +301,7 @@ fn memories_to_batch(rows: &[&MemoryRow], dim: usize) -> Result<RecordBatch> {
     }
     for row in rows {
         if let Some(v) = &row.vector {
-            if v.len() != dim {
-                return Err(IndexerError::Embedding(format!(
-                    "vector of {} floats for a {dim}-float table",
-                    v.len()
-                )));
-            }
+            check_width(v, dim)?;
         }
     }
     let vectors = FixedSizeListArray::from_iter_primitive::<Float32Type, _, _>(
@@ -241,6 +337,16 @@ fn memories_to_batch(rows: &[&MemoryRow], dim: usize) -> Result<RecordBatch> {
     ];
     RecordBatch::try_new(memory_schema(dim), columns)
         .map_err(|e| IndexerError::corrupt("memory batch", e.to_string()))
+}
+
+fn check_width(v: &[f32], dim: usize) -> Result<()> {
+    if v.len() != dim {
+        return Err(IndexerError::Embedding(format!(
+            "vector of {} floats for a {dim}-float table",
+            v.len()
+        )));
+    }
+    Ok(())
 }
 
 fn events_to_batch(rows: &[&EventRow]) -> Result<RecordBatch> {

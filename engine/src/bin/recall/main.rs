@@ -108,6 +108,68 @@ enum Command {
         #[arg(long)]
         bank: Option<String>,
     },
+    /// End a session: cite what it used, store its outcome, expire its session bank.
+    EndSession {
+        #[arg(long)]
+        tenant: String,
+        #[arg(long)]
+        session: String,
+        #[arg(long = "used")]
+        used: Vec<Uuid>,
+        #[arg(long)]
+        outcome: Option<String>,
+        #[arg(long = "element")]
+        elements: Vec<String>,
+        /// Bank of the outcome memory.
+        #[arg(long, default_value = "org")]
+        bank: String,
+    },
+    /// The code behind an element changed: demote and flag its memories.
+    Drift {
+        #[arg(long)]
+        tenant: String,
+        #[arg(long)]
+        element: String,
+        /// When it changed (RFC 3339); default now.
+        #[arg(long)]
+        at: Option<String>,
+    },
+    /// Recall and render the hits for a prompt within a token budget.
+    Briefing {
+        #[arg(long)]
+        tenant: String,
+        #[arg(long, value_delimiter = ',', required = true)]
+        read: Vec<String>,
+        #[arg(long)]
+        session: Option<String>,
+        #[arg(long, default_value_t = 10)]
+        k: usize,
+        #[arg(long, default_value_t = 800)]
+        budget: usize,
+        query: String,
+    },
+    /// What needs a person's eye.
+    Review {
+        #[arg(long)]
+        tenant: String,
+    },
+    /// Which elements are documented.
+    Map {
+        #[arg(long)]
+        tenant: String,
+        #[arg(long = "element", required = true)]
+        elements: Vec<String>,
+    },
+    /// Move a memory into another bank (e.g. out of a session bank).
+    Promote {
+        #[arg(long)]
+        tenant: String,
+        id: Uuid,
+        #[arg(long)]
+        bank: String,
+    },
+    /// Embed every memory stored without a vector, now.
+    Backfill,
     /// Counts and the embedder in use.
     Status,
     /// Run the demo on a fresh data directory.
@@ -179,13 +241,14 @@ pub(crate) fn print_recall(result: &RecallResult) {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
-    if let Command::Demo { keep } = &cli.command {
-        return demo::run(keep.clone(), cli.json).await;
-    }
+    let command = match cli.command {
+        Command::Demo { keep } => return demo::run(keep, cli.json).await,
+        other => other,
+    };
     let engine = Engine::open(Config::new(&cli.data))
         .await
         .with_context(|| format!("opening {}", cli.data.display()))?;
-    match cli.command {
+    match command {
         Command::Remember {
             tenant,
             bank,
@@ -206,13 +269,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             memory.source = source;
             memory.confidence = confidence.unwrap_or(1.0);
             memory.supersedes = supersedes;
-            if let Some(at) = observed_at {
-                memory.observed_at = Some(
-                    chrono::DateTime::parse_from_rfc3339(&at)
-                        .with_context(|| format!("--observed-at {at:?} is not RFC 3339"))?
-                        .to_utc(),
-                );
-            }
+            memory.observed_at = observed_at.map(|at| parse_time(&at)).transpose()?;
             let outcome = engine.remember(memory).await?;
             if cli.json {
                 print_json(&outcome)?;
@@ -278,6 +335,122 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 list.iter().for_each(print_memory);
             }
         }
+        Command::EndSession {
+            tenant,
+            session,
+            used,
+            outcome,
+            elements,
+            bank,
+        } => {
+            let mut end = engine.end_session(tenant, session).used(used).bank(bank);
+            if let Some(text) = outcome {
+                end = end.outcome(text);
+            }
+            for e in elements {
+                end = end.element(e);
+            }
+            let ended = end.execute().await?;
+            if cli.json {
+                print_json(&ended)?;
+            } else {
+                println!("cited {} memories", ended.cited.len());
+                for id in &ended.not_dealt {
+                    println!("  not dealt in this session, unchanged: {id}");
+                }
+                if let Some(outcome) = &ended.outcome {
+                    println!("outcome memory {}", outcome.id());
+                }
+            }
+        }
+        Command::Drift {
+            tenant,
+            element,
+            at,
+        } => {
+            let at = at.map(|a| parse_time(&a)).transpose()?;
+            let flagged = engine.mark_drift(&tenant, &element, at).await?;
+            if cli.json {
+                print_json(&flagged)?;
+            } else {
+                println!("{} memories on {element} flagged VERIFY", flagged.len());
+            }
+        }
+        Command::Briefing {
+            tenant,
+            read,
+            session,
+            k,
+            budget,
+            query,
+        } => {
+            let mut builder = engine.recall(tenant, query).read(read).limit(k);
+            if let Some(s) = session {
+                builder = builder.session(s);
+            }
+            let result = builder.execute().await?;
+            let text = engine.briefing(&result.hits, budget);
+            if cli.json {
+                print_json(&serde_json::json!({"briefing": text, "abstained": result.abstained}))?;
+            } else {
+                println!("{text}");
+            }
+        }
+        Command::Review { tenant } => {
+            let queue = engine.review_queue(&tenant).await?;
+            if cli.json {
+                print_json(&queue)?;
+            } else {
+                println!("ignored ({}):", queue.ignored.len());
+                for i in &queue.ignored {
+                    print!("  {} impressions, 0 citations: ", i.impressions);
+                    print_memory(&i.memory);
+                }
+                for (name, list) in [
+                    ("drifted", &queue.drifted),
+                    ("low confidence", &queue.low_confidence),
+                    ("quarantined", &queue.quarantined),
+                ] {
+                    println!("{name} ({}):", list.len());
+                    for m in list {
+                        print!("  ");
+                        print_memory(m);
+                    }
+                }
+                println!("similar, not superseded ({}):", queue.similar.len());
+                for p in &queue.similar {
+                    println!("  {:.3}: {} ~ {}", p.cosine, p.older.id, p.newer.id);
+                }
+            }
+        }
+        Command::Map { tenant, elements } => {
+            let map = engine.knowledge_map(&tenant, &elements).await?;
+            if cli.json {
+                print_json(&map)?;
+            } else {
+                println!("{}", map.headline);
+                for e in &map.elements {
+                    let fresh = e
+                        .freshest_days
+                        .map_or("-".to_string(), |d| format!("{d} days"));
+                    println!(
+                        "  {}: {} memories, freshest {fresh}, {} pitfalls",
+                        e.element, e.memories, e.pitfalls
+                    );
+                }
+            }
+        }
+        Command::Promote { tenant, id, bank } => {
+            show(cli.json, &engine.promote(&tenant, id, &bank).await?)?
+        }
+        Command::Backfill => {
+            let n = engine.backfill().await?;
+            if cli.json {
+                print_json(&serde_json::json!({"backfilled": n}))?;
+            } else {
+                println!("backfilled {n} memories");
+            }
+        }
         Command::Status => {
             let status = engine.status().await?;
             if cli.json {
@@ -294,10 +467,16 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 );
             }
         }
-        Command::Demo { .. } => unreachable!("handled above"),
+        Command::Demo { .. } => {}
     }
     engine.flush().await?;
     Ok(())
+}
+
+fn parse_time(text: &str) -> anyhow::Result<chrono::DateTime<chrono::Utc>> {
+    Ok(chrono::DateTime::parse_from_rfc3339(text)
+        .with_context(|| format!("{text:?} is not an RFC 3339 time"))?
+        .to_utc())
 }
 
 fn show(json: bool, m: &Memory) -> anyhow::Result<()> {

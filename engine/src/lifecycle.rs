@@ -1,0 +1,319 @@
+//! What keeps recall right over months (§5, §6, §3.4): session feedback,
+//! drift, promotion out of session banks, and the embedding backfill.
+
+use std::collections::HashSet;
+
+use chrono::{DateTime, Utc};
+use recall_indexer::{EventRow, Record, VectorRow};
+use serde::Serialize;
+use uuid::Uuid;
+
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::memory::{Kind, Memory, NewMemory, Remembered};
+use crate::state::{op, to_ms};
+use crate::validate;
+
+/// Ends a session: citations, an optional outcome, session-bank expiry. Built
+/// by [`Engine::end_session`].
+///
+/// ```
+/// # use recall::{Config, Engine, Kind, ModelSource, NewMemory};
+/// # tokio::runtime::Runtime::new()?.block_on(async {
+/// # let dir = tempfile::tempdir()?;
+/// # let engine = Engine::open(Config::new(dir.path()).model(ModelSource::None)).await?;
+/// let id = engine.remember(NewMemory::new("acme", "org", Kind::Pitfall, "Cache keys must include the locale")).await?.id();
+/// engine.recall("acme", "cache keys locale").read(["org"]).session("s1").execute().await?;
+/// let ended = engine.end_session("acme", "s1").used([id]).outcome("Fixed the cache key bug").element("Cache").execute().await?;
+/// assert_eq!(ended.cited, vec![id]);
+/// assert_eq!(engine.get("acme", id).await?.citations, 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[must_use = "nothing happens until execute() is awaited"]
+pub struct EndSession {
+    engine: Engine,
+    tenant: String,
+    session: String,
+    used: Vec<Uuid>,
+    outcome: Option<String>,
+    elements: Vec<String>,
+    bank: String,
+}
+
+/// What ending a session did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionEnded {
+    /// Memories that gained a citation (dealt in the session, said to be used).
+    pub cited: Vec<Uuid>,
+    /// Memories named as used that the session was never dealt: unchanged.
+    pub not_dealt: Vec<Uuid>,
+    /// The outcome memory, when an outcome text was given.
+    pub outcome: Option<Remembered>,
+}
+
+impl EndSession {
+    /// Memories the session says it used. Only those it was dealt get a citation.
+    pub fn used(mut self, ids: impl IntoIterator<Item = Uuid>) -> Self {
+        self.used.extend(ids);
+        self
+    }
+
+    /// What the session achieved: stored as ONE `session_outcome` memory.
+    pub fn outcome(mut self, text: impl Into<String>) -> Self {
+        self.outcome = Some(text.into());
+        self
+    }
+
+    /// An element the session worked on (the outcome is attached to all of them).
+    pub fn element(mut self, element: impl Into<String>) -> Self {
+        self.elements.push(element.into());
+        self
+    }
+
+    /// Bank of the outcome memory. Default `org`.
+    pub fn bank(mut self, bank: impl Into<String>) -> Self {
+        self.bank = bank.into();
+        self
+    }
+
+    /// Records it all durably.
+    pub async fn execute(self) -> Result<SessionEnded> {
+        validate::scope_name("tenant", &self.tenant)?;
+        validate::scope_name("session", &self.session)?;
+        {
+            let state = self.engine.read_state()?;
+            let tenant = state.tenant(&self.tenant);
+            for id in &self.used {
+                if tenant.and_then(|t| t.get(id)).is_none() {
+                    return Err(Error::NotFound(id.to_string()));
+                }
+            }
+        }
+        let outcome = match self.outcome {
+            Some(text) => {
+                let mut memory =
+                    NewMemory::new(&self.tenant, &self.bank, Kind::SessionOutcome, text);
+                memory.elements = self.elements.clone();
+                memory.session_id = Some(self.session.clone());
+                Some(self.engine.remember(memory).await?)
+            }
+            None => None,
+        };
+        let now = to_ms(self.engine.config().clock.now());
+        let mut store = self.engine.inner.store.lock().await;
+        let (mut records, mut cited, mut not_dealt) = (Vec::new(), Vec::new(), Vec::new());
+        {
+            let state = self.engine.read_state()?;
+            if let Some(t) = state.tenant(&self.tenant) {
+                let mut seen = HashSet::new();
+                for id in self.used.iter().filter(|id| seen.insert(**id)) {
+                    let Some(m) = t.get(id) else { continue };
+                    if !m.sessions_dealt.contains(&self.session) {
+                        not_dealt.push(*id);
+                        continue;
+                    }
+                    cited.push(*id);
+                    if !m.sessions_cited.contains(&self.session) {
+                        records.push(event(
+                            &self.tenant,
+                            Some(*id),
+                            op::CITATION,
+                            &self.session,
+                            now,
+                        ));
+                    }
+                }
+            }
+        }
+        records.push(event(
+            &self.tenant,
+            None,
+            op::SESSION_END,
+            &self.session,
+            now,
+        ));
+        self.engine.persist(&mut store, records).await?;
+        Ok(SessionEnded {
+            cited,
+            not_dealt,
+            outcome,
+        })
+    }
+}
+
+fn event(tenant: &str, memory: Option<Uuid>, op: &str, arg: &str, at_ms: i64) -> Record {
+    Record::Event(EventRow {
+        seq: 0,
+        tenant: tenant.to_string(),
+        memory_id: memory.map(|id| id.to_string()).unwrap_or_default(),
+        op: op.to_string(),
+        at_ms,
+        arg: Some(arg.to_string()),
+    })
+}
+
+impl Engine {
+    /// Ends `session` in `tenant` (§5): see [`EndSession`].
+    pub fn end_session(&self, tenant: impl Into<String>, session: impl Into<String>) -> EndSession {
+        EndSession {
+            engine: self.clone(),
+            tenant: tenant.into(),
+            session: session.into(),
+            used: Vec::new(),
+            outcome: None,
+            elements: Vec::new(),
+            bank: "org".to_string(),
+        }
+    }
+
+    /// The code behind `element` changed at `at` (default now): every memory
+    /// about it last confirmed before then is demoted ×0.6 and flagged VERIFY
+    /// until confirmed (§6). Returns the memories now flagged. Drift never hides.
+    ///
+    /// ```
+    /// # use recall::{Config, Engine, Kind, ModelSource, NewMemory};
+    /// # tokio::runtime::Runtime::new()?.block_on(async {
+    /// # let dir = tempfile::tempdir()?;
+    /// # let engine = Engine::open(Config::new(dir.path()).model(ModelSource::None)).await?;
+    /// let id = engine.remember(NewMemory::new("acme", "org", Kind::Fact, "Auth tokens live 1 hour").element("AuthService")).await?.id();
+    /// let changed_at = chrono::Utc::now() + chrono::Duration::seconds(1);
+    /// let flagged = engine.mark_drift("acme", "AuthService", Some(changed_at)).await?;
+    /// assert_eq!(flagged, vec![id]);
+    /// assert!(engine.get("acme", id).await?.verify);
+    /// engine.confirm("acme", id).await?;
+    /// assert!(!engine.get("acme", id).await?.verify);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub async fn mark_drift(
+        &self,
+        tenant: &str,
+        element: &str,
+        at: Option<DateTime<Utc>>,
+    ) -> Result<Vec<Uuid>> {
+        validate::scope_name("tenant", tenant)?;
+        validate::label("element", element)?;
+        let at_ms = to_ms(at.unwrap_or_else(|| self.config().clock.now()));
+        self.append_event(
+            tenant,
+            None,
+            op::DRIFT,
+            Some(element.to_string()),
+            Some(at_ms),
+        )
+        .await?;
+        let state = self.read_state()?;
+        Ok(state
+            .tenant(tenant)
+            .map(|t| {
+                t.memories
+                    .iter()
+                    .filter(|m| m.is_active() && m.row.elements.iter().any(|e| e == element))
+                    .filter(|m| t.drifted(m))
+                    .map(|m| m.id)
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    /// Moves a memory out of its bank (typically a `session:<id>` bank, which
+    /// expires with the session) into `bank`: a copy is written there and
+    /// supersedes the original, so history keeps the chain. Returns the copy.
+    pub async fn promote(&self, tenant: &str, id: Uuid, bank: &str) -> Result<Memory> {
+        validate::scope_name("bank", bank)?;
+        let original = self.lookup(tenant, id)?;
+        if !original.is_active() {
+            return Err(Error::Conflict {
+                id,
+                reason: "is not active and cannot be promoted".into(),
+            });
+        }
+        let vector = {
+            let state = self.read_state()?;
+            state.tenant(tenant).and_then(|t| {
+                let m = t.get(&id)?;
+                t.vectors.row(m.vector_row?).map(<[f32]>::to_vec)
+            })
+        };
+        let copy = NewMemory {
+            tenant: tenant.to_string(),
+            bank: bank.to_string(),
+            kind: original.kind,
+            content: original.content.clone(),
+            title: original.title.clone(),
+            elements: original.elements.clone(),
+            source: original.source,
+            trust: original.trust,
+            confidence: original.confidence,
+            agent: original.agent.clone(),
+            session_id: original.session_id.clone(),
+            observed_at: Some(original.observed_at),
+            expires_at: original.expires_at,
+            supersedes: Some(id.to_string()),
+            vector,
+        };
+        let new_id = self.remember(copy).await?.id();
+        self.lookup(tenant, new_id)
+    }
+
+    /// Gives every memory stored without a vector (written while no model
+    /// was configured) its embedding, in batches; returns how many. Runs in
+    /// the background after [`Engine::open`] when there is work; awaiting it
+    /// waits for that work. Without an embedder it does nothing.
+    pub async fn backfill(&self) -> Result<usize> {
+        const BATCH: usize = 64;
+        if self.embedder().is_none() {
+            return Ok(0);
+        }
+        let _running = self.inner.backfill.lock().await;
+        let mut attempted: HashSet<Uuid> = HashSet::new();
+        let mut done = 0;
+        loop {
+            let batch: Vec<(String, Uuid, String)> = {
+                let state = self.read_state()?;
+                state
+                    .tenants
+                    .iter()
+                    .flat_map(|(name, t)| {
+                        t.memories
+                            .iter()
+                            .filter(|m| m.vector_row.is_none())
+                            .map(move |m| (name.clone(), m.id, m.row.content.clone()))
+                    })
+                    .filter(|(_, id, _)| !attempted.contains(id))
+                    .take(BATCH)
+                    .collect()
+            };
+            if batch.is_empty() {
+                break;
+            }
+            let texts = batch.iter().map(|(_, _, text)| text.clone()).collect();
+            let Some(vectors) = self.embed(texts).await? else {
+                break;
+            };
+            let records = batch
+                .iter()
+                .zip(vectors)
+                .map(|((tenant, id, _), vector)| {
+                    attempted.insert(*id);
+                    Record::Vector(VectorRow {
+                        seq: 0,
+                        tenant: tenant.clone(),
+                        memory_id: id.to_string(),
+                        vector,
+                    })
+                })
+                .collect::<Vec<_>>();
+            done += records.len();
+            let mut store = self.inner.store.lock().await;
+            self.persist(&mut store, records).await?;
+        }
+        if done > 0 {
+            tracing::info!(memories = done, "embedding backfill done");
+        }
+        Ok(done)
+    }
+}

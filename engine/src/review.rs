@@ -1,0 +1,192 @@
+//! What needs a person's eye, and what is documented (§8). Nothing here
+//! removes anything: heuristics only queue memories for review.
+
+use std::collections::HashSet;
+
+use serde::Serialize;
+use uuid::Uuid;
+
+use crate::engine::Engine;
+use crate::error::Result;
+use crate::memory::{Kind, Memory, Source, Trust};
+use crate::score::effective_confidence;
+use crate::state::to_ms;
+use crate::validate;
+
+/// Most recent active memories checked for similar pairs; the check is a
+/// nearest-neighbour search per memory, so it is bounded.
+const SIMILAR_SCAN_LIMIT: usize = 2_000;
+
+/// A memory dealt often and never cited.
+#[derive(Debug, Clone, Serialize)]
+pub struct Ignored {
+    /// The memory.
+    pub memory: Memory,
+    /// Sessions it was dealt to.
+    pub impressions: u32,
+}
+
+/// Two active memories close enough that one may replace the other.
+#[derive(Debug, Clone, Serialize)]
+pub struct SimilarPair {
+    /// The older one.
+    pub older: Memory,
+    /// The newer one.
+    pub newer: Memory,
+    /// Their cosine (in the similar band, 0.82 ≤ cos < 0.94 by default).
+    pub cosine: f32,
+}
+
+/// The review queue of one tenant.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ReviewQueue {
+    /// ≥ 5 impressions, 0 citations.
+    pub ignored: Vec<Ignored>,
+    /// On an element that drifted since their last confirmation.
+    pub drifted: Vec<Memory>,
+    /// Inferred memories whose confidence fell below the recall floor.
+    pub low_confidence: Vec<Memory>,
+    /// Held back by the injection screen.
+    pub quarantined: Vec<Memory>,
+    /// In the bank of a session that ended and not promoted: out of recall,
+    /// kept until someone promotes or forgets them.
+    pub session_ended: Vec<Memory>,
+    /// Similar but neither supersedes the other.
+    pub similar: Vec<SimilarPair>,
+}
+
+/// One element of the knowledge map.
+#[derive(Debug, Clone, Serialize)]
+pub struct ElementSummary {
+    /// The element.
+    pub element: String,
+    /// Active memories about it.
+    pub memories: usize,
+    /// Days since the freshest of them was confirmed (None when undocumented).
+    pub freshest_days: Option<i64>,
+    /// How many of them are pitfalls.
+    pub pitfalls: usize,
+}
+
+/// Which of the host's elements the tenant's memory covers.
+#[derive(Debug, Clone, Serialize)]
+pub struct KnowledgeMap {
+    /// One summary per requested element, in the order given.
+    pub elements: Vec<ElementSummary>,
+    /// Elements with at least one memory.
+    pub documented: usize,
+    /// `"N of M elements documented"`.
+    pub headline: String,
+}
+
+impl Engine {
+    /// The tenant's review queue (§8).
+    pub async fn review_queue(&self, tenant: &str) -> Result<ReviewQueue> {
+        validate::scope_name("tenant", tenant)?;
+        let config = &self.config().scoring;
+        let now = to_ms(self.config().clock.now());
+        let state = self.read_state()?;
+        let Some(t) = state.tenant(tenant) else {
+            return Ok(ReviewQueue::default());
+        };
+        let mut queue = ReviewQueue::default();
+        for (i, m) in t.memories.iter().enumerate() {
+            if !m.is_active() {
+                continue;
+            }
+            if m.citations() == 0 && m.impressions() >= config.ignored_after {
+                queue.ignored.push(Ignored {
+                    memory: t.view(i),
+                    impressions: m.impressions(),
+                });
+            }
+            if t.drifted(m) {
+                queue.drifted.push(t.view(i));
+            }
+            if m.source == Source::Inferred
+                && effective_confidence(config, m.row.confidence, true, now - m.last_confirmed_ms)
+                    < config.min_confidence
+            {
+                queue.low_confidence.push(t.view(i));
+            }
+            if m.trust == Trust::Quarantined {
+                queue.quarantined.push(t.view(i));
+            }
+            if t.session_ended(m) {
+                queue.session_ended.push(t.view(i));
+            }
+        }
+        let write = &self.config().write;
+        let mut seen: HashSet<(Uuid, Uuid)> = HashSet::new();
+        let recent = t
+            .memories
+            .iter()
+            .enumerate()
+            .rev()
+            .filter(|(_, m)| m.is_active() && m.vector_row.is_some())
+            .take(SIMILAR_SCAN_LIMIT);
+        for (i, m) in recent {
+            let Some(v) = m.vector_row.and_then(|r| t.vectors.row(r)) else {
+                continue;
+            };
+            let near = t.vectors.nearest(v, 4, config.scan, |j| {
+                j != i && t.memories[j].is_active() && t.memories[j].row.bank == m.row.bank
+            });
+            for (j, cos) in near {
+                if cos < write.similar_threshold || cos >= write.dedup_threshold {
+                    continue;
+                }
+                let (older, newer) = if i < j { (i, j) } else { (j, i) };
+                if seen.insert((t.memories[older].id, t.memories[newer].id)) {
+                    queue.similar.push(SimilarPair {
+                        older: t.view(older),
+                        newer: t.view(newer),
+                        cosine: cos,
+                    });
+                }
+            }
+        }
+        Ok(queue)
+    }
+
+    /// Per registered element: active memories, freshest age, pitfalls; and
+    /// the headline "N of M elements documented" (§8).
+    pub async fn knowledge_map(&self, tenant: &str, elements: &[String]) -> Result<KnowledgeMap> {
+        validate::scope_name("tenant", tenant)?;
+        for e in elements {
+            validate::label("element", e)?;
+        }
+        let now = self.config().clock.now();
+        let state = self.read_state()?;
+        let summaries: Vec<ElementSummary> = elements
+            .iter()
+            .map(|element| {
+                let about: Vec<_> = state
+                    .tenant(tenant)
+                    .map(|t| {
+                        t.memories
+                            .iter()
+                            .filter(|m| m.is_active() && m.row.elements.contains(element))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                ElementSummary {
+                    element: element.clone(),
+                    memories: about.len(),
+                    freshest_days: about
+                        .iter()
+                        .map(|m| m.last_confirmed_ms)
+                        .max()
+                        .map(|ms| ((to_ms(now) - ms).max(0)) / 86_400_000),
+                    pitfalls: about.iter().filter(|m| m.kind == Kind::Pitfall).count(),
+                }
+            })
+            .collect();
+        let documented = summaries.iter().filter(|s| s.memories > 0).count();
+        Ok(KnowledgeMap {
+            headline: format!("{documented} of {} elements documented", summaries.len()),
+            documented,
+            elements: summaries,
+        })
+    }
+}

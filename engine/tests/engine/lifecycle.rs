@@ -1,0 +1,620 @@
+//! Lifecycle (§4.5–§4.7, §5, §6, §8): usage feedback, drift, links, outcomes,
+//! briefing, expiry, persistence of counters, backfill.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+
+use chrono::Duration;
+use recall::{BRIEFING_HEADER, Config, Engine, FixedClock, Kind, ModelSource, NewMemory, Source};
+use uuid::Uuid;
+
+use super::{BANK, TENANT, model, note, open, t0};
+
+async fn open_at(dir: &std::path::Path, clock: Arc<FixedClock>) -> Engine {
+    Engine::open(Config::new(dir).model(model()).clock(clock))
+        .await
+        .unwrap()
+}
+
+/// The same text in two banks: equally relevant, stored twice.
+async fn twins(engine: &Engine, text: &str) -> (Uuid, Uuid) {
+    let a = engine
+        .remember(NewMemory::new(TENANT, "bank:a", Kind::Note, text))
+        .await
+        .unwrap()
+        .id();
+    let b = engine
+        .remember(NewMemory::new(TENANT, "bank:b", Kind::Note, text))
+        .await
+        .unwrap()
+        .id();
+    (a, b)
+}
+
+#[tokio::test]
+async fn citations_lift_a_memory_and_the_boost_is_capped() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = open_at(dir.path(), Arc::new(FixedClock::new(t0()))).await;
+    let (cited, plain) = twins(
+        &engine,
+        "The search index is rebuilt nightly at two in the morning.",
+    )
+    .await;
+    let query = "when is the search index rebuilt";
+    for s in 0..3 {
+        let session = format!("s{s}");
+        engine
+            .recall(TENANT, query)
+            .read(["bank:a", "bank:b"])
+            .session(&session)
+            .execute()
+            .await
+            .unwrap();
+        let ended = engine
+            .end_session(TENANT, &session)
+            .used([cited])
+            .execute()
+            .await
+            .unwrap();
+        assert_eq!(ended.cited, vec![cited]);
+    }
+    let result = engine
+        .recall(TENANT, query)
+        .read(["bank:a", "bank:b"])
+        .execute()
+        .await
+        .unwrap();
+    assert_eq!(result.hits[0].memory.id, cited);
+    assert_eq!(result.hits[1].memory.id, plain);
+    let usage = result.hits[0].breakdown.usage;
+    assert!((usage - (1.0 + 0.4 * 4f32.ln())).abs() < 1e-6, "{usage}");
+    assert!(result.hits[0].score / result.hits[1].score <= 1.8 + 1e-6);
+    assert_eq!(result.hits[0].memory.citations, 3);
+
+    // Seven more citing sessions: the boost stops at 1.8.
+    for s in 3..10 {
+        let session = format!("s{s}");
+        engine
+            .recall(TENANT, query)
+            .read(["bank:a"])
+            .session(&session)
+            .execute()
+            .await
+            .unwrap();
+        engine
+            .end_session(TENANT, &session)
+            .used([cited])
+            .execute()
+            .await
+            .unwrap();
+    }
+    let result = engine
+        .recall(TENANT, query)
+        .read(["bank:a", "bank:b"])
+        .execute()
+        .await
+        .unwrap();
+    assert_eq!(result.hits[0].breakdown.usage, 1.8);
+    assert!((result.hits[0].score / result.hits[1].score - 1.8).abs() < 1e-5);
+}
+
+#[tokio::test]
+async fn dealt_but_never_used_sinks_and_is_queued_for_review() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = open_at(dir.path(), Arc::new(FixedClock::new(t0()))).await;
+    let (ignored, fresh) = twins(
+        &engine,
+        "Invoices are generated on the first business day of the month.",
+    )
+    .await;
+    let query = "when are invoices generated";
+    for s in 0..5 {
+        engine
+            .recall(TENANT, query)
+            .read(["bank:a"])
+            .session(format!("s{s}"))
+            .execute()
+            .await
+            .unwrap();
+        // The same session recalling again deals nothing new.
+        engine
+            .recall(TENANT, query)
+            .read(["bank:a"])
+            .session(format!("s{s}"))
+            .execute()
+            .await
+            .unwrap();
+    }
+    let result = engine
+        .recall(TENANT, query)
+        .read(["bank:a", "bank:b"])
+        .execute()
+        .await
+        .unwrap();
+    assert_eq!(
+        result.hits.iter().map(|h| h.memory.id).collect::<Vec<_>>(),
+        vec![fresh, ignored]
+    );
+    assert_eq!(result.hits[1].breakdown.usage, 0.75);
+    let queue = engine.review_queue(TENANT).await.unwrap();
+    assert_eq!(queue.ignored.len(), 1);
+    assert_eq!(
+        (queue.ignored[0].memory.id, queue.ignored[0].impressions),
+        (ignored, 5)
+    );
+
+    // Citing a memory the session was never dealt changes nothing.
+    let before = engine.get(TENANT, fresh).await.unwrap();
+    let ended = engine
+        .end_session(TENANT, "s0")
+        .used([fresh])
+        .execute()
+        .await
+        .unwrap();
+    assert_eq!(
+        (ended.cited.len(), ended.not_dealt.clone()),
+        (0, vec![fresh])
+    );
+    assert_eq!(engine.get(TENANT, fresh).await.unwrap(), before);
+}
+
+#[tokio::test]
+async fn drift_demotes_exactly_and_flags_verify_until_confirmed() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(FixedClock::new(t0()));
+    let engine = open_at(dir.path(), clock.clone()).await;
+    let id = engine
+        .remember(
+            note(
+                Kind::Pitfall,
+                "The gateway strips custom headers longer than 8 KB.",
+            )
+            .element("ApiGateway")
+            .agent("agent/sarah"),
+        )
+        .await
+        .unwrap()
+        .id();
+    let query = "gateway drops large headers";
+    let before = engine
+        .recall(TENANT, query)
+        .read([BANK])
+        .execute()
+        .await
+        .unwrap();
+    clock.advance(Duration::seconds(1));
+    let flagged = engine.mark_drift(TENANT, "ApiGateway", None).await.unwrap();
+    assert_eq!(flagged, vec![id]);
+    clock.set(t0());
+    let after = engine
+        .recall(TENANT, query)
+        .read([BANK])
+        .execute()
+        .await
+        .unwrap();
+    assert_eq!(after.hits[0].breakdown.drift, 0.6);
+    assert!((after.hits[0].score / before.hits[0].score - 0.6).abs() < 1e-6);
+    let text = engine.briefing(&after.hits, 500);
+    assert!(
+        text.contains("- **ApiGateway** [PITFALL] [VERIFY — the element drifted since this was written] (agent/sarah, 0 days ago): The gateway strips"),
+        "{text}"
+    );
+    engine.confirm(TENANT, id).await.unwrap();
+    let confirmed = engine
+        .recall(TENANT, query)
+        .read([BANK])
+        .execute()
+        .await
+        .unwrap();
+    assert_eq!(confirmed.hits[0].breakdown.drift, 1.0);
+    assert!(!engine.briefing(&confirmed.hits, 500).contains("VERIFY"));
+}
+
+#[tokio::test]
+async fn a_pending_link_resolves_and_recall_brings_the_neighbour() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = open(dir.path()).await;
+    let parent = engine
+        .remember(
+            note(
+                Kind::Convention,
+                "Before every production deploy, go through [[Deploy checklist]].",
+            )
+            .title("Deploy rule"),
+        )
+        .await
+        .unwrap()
+        .id();
+    let links = engine.get(TENANT, parent).await.unwrap().links;
+    assert_eq!(
+        (links[0].title.as_str(), links[0].id),
+        ("Deploy checklist", None)
+    );
+    let target = engine
+        .remember(
+            note(
+                Kind::Note,
+                "Announce in #releases, freeze merges, then page the on-call.",
+            )
+            .title("Deploy checklist"),
+        )
+        .await
+        .unwrap()
+        .id();
+    assert_eq!(
+        engine.get(TENANT, parent).await.unwrap().links[0].id,
+        Some(target)
+    );
+    let result = engine
+        .recall(TENANT, "what do I do before a production deploy")
+        .read([BANK])
+        .limit(1)
+        .execute()
+        .await
+        .unwrap();
+    assert_eq!(result.hits[0].memory.id, parent);
+    let neighbour = result
+        .hits
+        .iter()
+        .find(|h| h.memory.id == target)
+        .expect("the linked memory comes along");
+    assert_eq!(neighbour.via.as_deref(), Some("Deploy rule"));
+    assert!((neighbour.score - result.hits[0].score * 0.5).abs() < 1e-6);
+}
+
+#[tokio::test]
+async fn one_outcome_across_eight_elements_is_one_memory_returned_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = open(dir.path()).await;
+    let elements: Vec<String> = (0..8).map(|i| format!("Service{i}")).collect();
+    let mut end = engine
+        .end_session(TENANT, "s1")
+        .bank(BANK)
+        .outcome("Moved all eight services to the new logging pipeline.");
+    for e in &elements {
+        end = end.element(e);
+    }
+    let ended = end.execute().await.unwrap();
+    let id = ended.outcome.unwrap().id();
+    let outcomes: Vec<_> = engine
+        .list(TENANT, None)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|m| m.kind == Kind::SessionOutcome)
+        .collect();
+    assert_eq!(outcomes.len(), 1);
+    assert_eq!(outcomes[0].elements, elements);
+    let result = engine
+        .recall(TENANT, "logging pipeline migration")
+        .read([BANK])
+        .elements(elements.clone())
+        .execute()
+        .await
+        .unwrap();
+    assert_eq!(result.hits.iter().filter(|h| h.memory.id == id).count(), 1);
+}
+
+#[tokio::test]
+async fn briefing_keeps_its_line_shape_and_token_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(FixedClock::new(t0()));
+    let engine = open_at(dir.path(), clock.clone()).await;
+    engine
+        .remember(
+            note(
+                Kind::Pitfall,
+                "Cache keys must include the locale or users see other languages.",
+            )
+            .element("Cache")
+            .observed_at(t0() - Duration::days(96)),
+        )
+        .await
+        .unwrap();
+    engine
+        .remember(
+            note(Kind::Fact, "The cache cluster has three shards.")
+                .source(Source::Inferred, 0.9)
+                .agent("agent/bob"),
+        )
+        .await
+        .unwrap();
+    let result = engine
+        .recall(TENANT, "cache keys locale and the cache cluster shards")
+        .read([BANK])
+        .execute()
+        .await
+        .unwrap();
+    assert_eq!(result.hits.len(), 2);
+    let full = engine.briefing(&result.hits, 10_000);
+    let lines: Vec<&str> = full.lines().collect();
+    assert_eq!(lines[0], BRIEFING_HEADER);
+    assert!(lines.contains(&"- **Cache** [PITFALL] (explicit, 96 days ago): Cache keys must include the locale or users see other languages."), "{full}");
+    assert!(lines.contains(&"- **repo:api** [FACT] (agent/bob, 0 days ago): observed, not confirmed (confidence 0.90): The cache cluster has three shards."), "{full}");
+
+    let embedder = match model() {
+        ModelSource::Custom(e) => e,
+        _ => unreachable!(),
+    };
+    let tokens = |text: &str| -> usize {
+        let lines: Vec<&str> = text.lines().collect();
+        let counts = embedder.count_tokens(&lines).unwrap();
+        counts.iter().sum::<usize>() + lines.len().saturating_sub(1)
+    };
+    let budget_for_two = tokens(&lines[..2].join("\n"));
+    let cut = engine.briefing(&result.hits, budget_for_two + 1);
+    assert_eq!(cut.lines().count(), 2);
+    assert!(tokens(&cut) <= budget_for_two + 1);
+    assert_eq!(engine.briefing(&result.hits, 3), "");
+}
+
+#[tokio::test]
+async fn expired_session_ended_and_unconfident_memories_leave_recall() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(FixedClock::new(t0()));
+    let engine = open_at(dir.path(), clock.clone()).await;
+    let expiring = engine
+        .remember(
+            note(Kind::Note, "The staging certificate is valid until Friday.")
+                .expires_at(t0() + Duration::days(2)),
+        )
+        .await
+        .unwrap()
+        .id();
+    let scratch = engine
+        .remember(NewMemory::new(
+            TENANT,
+            "session:s9",
+            Kind::Note,
+            "The staging certificate was renewed by hand today.",
+        ))
+        .await
+        .unwrap()
+        .id();
+    let guess = engine
+        .remember(
+            note(
+                Kind::Fact,
+                "The staging certificate is probably issued by Let's Encrypt.",
+            )
+            .source(Source::Inferred, 0.5),
+        )
+        .await
+        .unwrap()
+        .id();
+    let recall = |session: Option<&str>| {
+        let mut b = engine
+            .recall(TENANT, "staging certificate")
+            .read([BANK, "session:s9"]);
+        if let Some(s) = session {
+            b = b.session(s);
+        }
+        b.execute()
+    };
+    let ids = |r: recall::RecallResult| r.hits.iter().map(|h| h.memory.id).collect::<Vec<_>>();
+    let now = ids(recall(Some("s9")).await.unwrap());
+    assert!(
+        now.contains(&expiring) && now.contains(&scratch) && now.contains(&guess),
+        "{now:?}"
+    );
+    assert!(
+        !ids(recall(Some("other")).await.unwrap()).contains(&scratch),
+        "a session bank needs its session"
+    );
+
+    engine.end_session(TENANT, "s9").execute().await.unwrap();
+    clock.advance(Duration::days(3));
+    let later = ids(recall(Some("s9")).await.unwrap());
+    assert!(
+        !later.contains(&expiring) && !later.contains(&scratch),
+        "{later:?}"
+    );
+    assert!(
+        later.contains(&guess),
+        "confidence 0.5 × 0.5^(3/30) is still above 0.3"
+    );
+    clock.advance(Duration::days(30));
+    assert!(!ids(recall(Some("s9")).await.unwrap()).contains(&guess));
+
+    let queue = engine.review_queue(TENANT).await.unwrap();
+    assert_eq!(
+        queue
+            .low_confidence
+            .iter()
+            .map(|m| m.id)
+            .collect::<Vec<_>>(),
+        vec![guess]
+    );
+    assert_eq!(
+        queue.session_ended.iter().map(|m| m.id).collect::<Vec<_>>(),
+        vec![scratch]
+    );
+    // Promotion takes it out of the session bank, into recall again.
+    let promoted = engine.promote(TENANT, scratch, BANK).await.unwrap();
+    assert!(
+        ids(engine
+            .recall(TENANT, "staging certificate")
+            .read([BANK])
+            .execute()
+            .await
+            .unwrap())
+        .contains(&promoted.id)
+    );
+}
+
+#[tokio::test]
+async fn counters_drift_and_links_survive_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let (id, linked);
+    let clock = Arc::new(FixedClock::new(t0()));
+    {
+        let engine = open_at(dir.path(), clock.clone()).await;
+        id = engine
+            .remember(
+                note(
+                    Kind::Pitfall,
+                    "Payments retries must reuse the idempotency key, see [[Retry policy]].",
+                )
+                .element("Payments"),
+            )
+            .await
+            .unwrap()
+            .id();
+        for s in ["a", "b"] {
+            engine
+                .recall(TENANT, "payment retries")
+                .read([BANK])
+                .session(s)
+                .execute()
+                .await
+                .unwrap();
+        }
+        engine
+            .end_session(TENANT, "a")
+            .used([id])
+            .execute()
+            .await
+            .unwrap();
+        clock.advance(Duration::seconds(1));
+        engine.mark_drift(TENANT, "Payments", None).await.unwrap();
+        linked = engine
+            .remember(
+                note(Kind::Convention, "Retry at most three times with jitter.")
+                    .title("Retry policy"),
+            )
+            .await
+            .unwrap()
+            .id();
+    }
+    let engine = open_at(dir.path(), clock).await;
+    let m = engine.get(TENANT, id).await.unwrap();
+    assert_eq!((m.impressions, m.citations, m.verify), (2, 1, true));
+    assert_eq!(m.links[0].id, Some(linked));
+}
+
+/// Helper process: lifecycle operations forever, printing each memory id
+/// once its write, impression, citation and drift stamp were all acknowledged.
+#[tokio::test]
+#[ignore = "helper process for lifecycle_state_survives_sigkill"]
+async fn lifecycle_child() {
+    let Ok(dir) = std::env::var("RECALL_LIFECYCLE_DIR") else {
+        return;
+    };
+    let engine = open(std::path::Path::new(&dir)).await;
+    for i in 0.. {
+        let element = format!("Element{i}");
+        // One bank per memory: near-identical texts must not deduplicate here.
+        let bank = format!("bank:{i}");
+        let id = engine
+            .remember(
+                NewMemory::new(
+                    TENANT,
+                    &bank,
+                    Kind::Note,
+                    format!("Lifecycle crash memory {i}"),
+                )
+                .element(&element),
+            )
+            .await
+            .unwrap()
+            .id();
+        let session = format!("crash-{i}");
+        let text = engine.get(TENANT, id).await.unwrap().content;
+        engine
+            .recall(TENANT, text)
+            .read([bank])
+            .limit(1)
+            .session(&session)
+            .execute()
+            .await
+            .unwrap();
+        engine
+            .end_session(TENANT, &session)
+            .used([id])
+            .execute()
+            .await
+            .unwrap();
+        engine
+            .mark_drift(
+                TENANT,
+                &element,
+                Some(chrono::Utc::now() + Duration::seconds(5)),
+            )
+            .await
+            .unwrap();
+        println!("ACK {id}");
+    }
+}
+
+#[tokio::test]
+async fn lifecycle_state_survives_sigkill() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--ignored",
+            "--exact",
+            "lifecycle::lifecycle_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("RECALL_LIFECYCLE_DIR", dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut acked = Vec::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        if let Some(id) = line.unwrap().strip_prefix("ACK ") {
+            acked.push(Uuid::parse_str(id.trim()).unwrap());
+            if acked.len() == 15 {
+                child.kill().unwrap();
+                break;
+            }
+        }
+    }
+    child.wait().unwrap();
+    assert_eq!(acked.len(), 15, "the child died early");
+    let engine = open(dir.path()).await;
+    for id in acked {
+        let m = engine.get(TENANT, id).await.unwrap();
+        assert_eq!(
+            (m.impressions, m.citations, m.verify),
+            (1, 1, true),
+            "{m:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_store_written_without_a_model_is_backfilled_and_then_semantic() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let engine = Engine::open(Config::new(dir.path()).model(ModelSource::None))
+            .await
+            .unwrap();
+        super::seed_engineering(&engine).await;
+        assert_eq!(engine.status().await.unwrap().without_vector, 15);
+    }
+    let engine = open(dir.path()).await;
+    engine.backfill().await.unwrap();
+    assert_eq!(engine.status().await.unwrap().without_vector, 0);
+    let result = engine
+        .recall(TENANT, "How do I throttle API requests?")
+        .read([BANK])
+        .execute()
+        .await
+        .unwrap();
+    assert!(
+        result.hits[0].memory.content.contains("Rate limiting"),
+        "{result:#?}"
+    );
+    assert!(result.hits[0].breakdown.cosine.unwrap() > 0.4);
+    drop(engine);
+    let engine = open(dir.path()).await;
+    assert_eq!(
+        engine.status().await.unwrap().without_vector,
+        0,
+        "backfilled vectors are durable"
+    );
+}
