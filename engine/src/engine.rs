@@ -6,8 +6,8 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use ndarray::Array2;
 use rayon::prelude::*;
 use recall_indexer::{
-    DEFAULT_DIM, Embedder, EventRow, FastEmbedder, LexicalSearcher, MemoryRow, Record, Store,
-    StoreOptions, embed_checked, normalized,
+    DEFAULT_DIM, Embedder, EventRow, FastEmbedder, LexicalSearcher, MemoryRow, Record, ScanConfig,
+    Store, StoreOptions, embed_checked, normalized,
 };
 use serde::Serialize;
 use uuid::Uuid;
@@ -266,7 +266,6 @@ impl Engine {
             folded: String,
         }
         let write = &self.inner.config.write;
-        let scan = self.inner.config.scoring.scan;
         let folded: Vec<String> = items
             .iter()
             .map(|m| validate::normalized_text(&m.content))
@@ -276,7 +275,7 @@ impl Engine {
             .par_iter()
             .zip(folded.par_iter())
             .map(|(item, folded)| match state.tenant(&item.tenant) {
-                Some(t) => self.near_in_tenant(t, item, folded, scan),
+                Some(t) => self.near_in_tenant(t, item, folded),
                 None => Vec::new(),
             })
             .collect();
@@ -403,17 +402,31 @@ impl Engine {
         Ok((records, outcomes))
     }
 
+    /// Active memories of the item's tenant and bank closest to it: by
+    /// vector, and by folded text for memories without vectors.
+    ///
+    /// Past a thousand rows the vector search is the sign-code scan with a
+    /// small exact re-scoring pool: a near copy (cosine ≥ 0.82) differs from
+    /// the item in far fewer sign bits than unrelated memories do, so it is
+    /// among the closest codes; this keeps bulk import from being an
+    /// exhaustive scan per item.
     #[allow(clippy::type_complexity)]
     fn near_in_tenant(
         &self,
         t: &TenantState,
         item: &NewMemory,
         folded: &str,
-        scan: recall_indexer::ScanConfig,
     ) -> Vec<(Uuid, Option<String>, f32)> {
+        let Some(bank) = t.bank_id(&item.bank) else {
+            return Vec::new();
+        };
         let same_scope = |i: usize| {
-            let m = &t.memories[i];
-            m.is_active() && m.row.bank == item.bank
+            let meta = &t.meta[i];
+            meta.bank_id == bank && meta.active
+        };
+        let scan = ScanConfig {
+            exact_limit: 1024,
+            rescore_pool: 64,
         };
         let mut near: Vec<(Uuid, Option<String>, f32)> = match &item.vector {
             Some(v) => t
@@ -424,19 +437,19 @@ impl Engine {
                 .collect(),
             None => Vec::new(),
         };
-        // Memories without vectors (written before a model was configured)
-        // still deduplicate by text.
-        near.extend(
-            t.memories
-                .iter()
-                .enumerate()
-                .filter(|(i, m)| {
-                    (item.vector.is_none() || m.vector_row.is_none())
-                        && same_scope(*i)
-                        && m.folded == folded
-                })
-                .map(|(_, m)| (m.id, m.row.title.clone(), 1.0)),
-        );
+        if item.vector.is_none() || t.without_vector > 0 {
+            near.extend(
+                t.memories
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, m)| {
+                        (item.vector.is_none() || m.vector_row.is_none())
+                            && same_scope(*i)
+                            && m.folded == folded
+                    })
+                    .map(|(_, m)| (m.id, m.row.title.clone(), 1.0)),
+            );
+        }
         near
     }
 

@@ -10,12 +10,12 @@ use uuid::Uuid;
 use crate::config::Bm25Normalization;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::memory::{Kind, Memory, Source, Trust};
+use crate::memory::{Kind, Memory, Source};
 use crate::score::{
     Breakdown, decay_multiplier, drift_multiplier, effective_confidence, normalize_bm25, relevance,
     usage_multiplier,
 };
-use crate::state::{MemoryState, TenantState, to_ms};
+use crate::state::{TenantState, to_ms};
 use crate::validate;
 
 /// One recalled memory and why it ranked there.
@@ -211,21 +211,30 @@ impl RecallBuilder {
     }
 
     /// Whether this caller may be served the memory now (§4.6, §7): active,
-    /// in a readable bank (a `session:<id>` bank only with that session, and
-    /// not after the session ended), unexpired, not quarantined unless asked,
-    /// inside the filters, confident enough.
-    fn eligible(&self, tenant: &TenantState, m: &MemoryState, now_ms: i64) -> bool {
+    /// in a readable bank (`banks` holds the interned ids of the readable
+    /// banks, a `session:<id>` bank only with that session and not after the
+    /// session ended), unexpired, not quarantined unless asked, inside the
+    /// filters, confident enough. Runs once per row in the vector scan, so
+    /// the cheap tests come first.
+    fn eligible(&self, banks: &[u32], tenant: &TenantState, i: usize, now_ms: i64) -> bool {
+        let meta = &tenant.meta[i];
+        if !(banks.contains(&meta.bank_id)
+            && meta.active
+            && meta.expires_at_ms > now_ms
+            && (self.include_quarantined || !meta.quarantined))
+        {
+            return false;
+        }
+        let filtered = self.kinds.is_some()
+            || self.elements.is_some()
+            || self.observed_from.is_some()
+            || self.observed_until.is_some();
+        if !filtered && !meta.inferred {
+            return true;
+        }
+        let m = &tenant.memories[i];
         let config = &self.engine.inner.config.scoring;
-        let session_bank_ok = match m.row.bank.strip_prefix("session:") {
-            Some(s) => self.session.as_deref() == Some(s) && !tenant.session_ended(m),
-            None => true,
-        };
-        m.is_active()
-            && session_bank_ok
-            && self.banks.contains(&m.row.bank)
-            && m.row.expires_at_ms.is_none_or(|e| e > now_ms)
-            && (self.include_quarantined || m.trust != Trust::Quarantined)
-            && self.kinds.as_ref().is_none_or(|k| k.contains(&m.kind))
+        self.kinds.as_ref().is_none_or(|k| k.contains(&m.kind))
             && self
                 .elements
                 .as_ref()
@@ -236,13 +245,27 @@ impl RecallBuilder {
             && self
                 .observed_until
                 .is_none_or(|u| m.row.observed_at_ms < to_ms(u))
-            && (m.source != Source::Inferred
+            && (!meta.inferred
                 || effective_confidence(
                     config,
                     m.row.confidence,
                     true,
                     now_ms - m.last_confirmed_ms,
                 ) >= config.min_confidence)
+    }
+
+    /// Interned ids of the banks this caller may read in `tenant` now.
+    fn readable_banks(&self, tenant: &TenantState) -> Vec<u32> {
+        self.banks
+            .iter()
+            .filter(|bank| match bank.strip_prefix("session:") {
+                Some(s) => {
+                    self.session.as_deref() == Some(s) && !tenant.ended_sessions.contains_key(s)
+                }
+                None => true,
+            })
+            .filter_map(|bank| tenant.bank_id(bank))
+            .collect()
     }
 
     fn rank(&self, query_vector: Option<&[f32]>) -> Result<RecallResult> {
@@ -253,10 +276,10 @@ impl RecallBuilder {
         let banks: Vec<&str> = self.banks.iter().map(String::as_str).collect();
         let pool = config.candidate_pool.max(self.k);
         // Forgotten and superseded memories stay in the BM25 index, so ask
-        // for more than the pool and keep the eligible ones.
+        // for a quarter more than the pool and keep the eligible ones.
         let lexical = inner
             .lexical
-            .search(&self.tenant, &banks, &self.query, pool * 2)?;
+            .search(&self.tenant, &banks, &self.query, pool + pool / 4)?;
 
         let state = self.engine.read_state()?;
         let Some(tenant) = state.tenant(&self.tenant) else {
@@ -266,7 +289,8 @@ impl RecallBuilder {
                 candidates: 0,
             });
         };
-        let eligible = |i: usize| self.eligible(tenant, &tenant.memories[i], now_ms);
+        let readable = self.readable_banks(tenant);
+        let eligible = |i: usize| self.eligible(&readable, tenant, i, now_ms);
 
         // index → (cosine, raw bm25)
         let mut candidates: HashMap<usize, (Option<f32>, Option<f32>)> = HashMap::new();

@@ -77,10 +77,25 @@ impl MemoryState {
     }
 }
 
+/// What the hot paths test for every row, kept apart from [`MemoryState`]
+/// so a scan over 100k rows touches 24 bytes a row, not the whole memory.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RowMeta {
+    /// The bank, interned per tenant.
+    pub(crate) bank_id: u32,
+    pub(crate) active: bool,
+    pub(crate) quarantined: bool,
+    pub(crate) inferred: bool,
+    /// `i64::MAX` when it never expires.
+    pub(crate) expires_at_ms: i64,
+}
+
 /// One tenant: its memories, lookups, vectors, drift stamps and ended sessions.
 #[derive(Debug)]
 pub(crate) struct TenantState {
     pub(crate) memories: Vec<MemoryState>,
+    /// One entry per memory, same index.
+    pub(crate) meta: Vec<RowMeta>,
     pub(crate) by_id: HashMap<Uuid, usize>,
     pub(crate) by_seq: HashMap<u64, usize>,
     /// Titles of active memories.
@@ -90,19 +105,31 @@ pub(crate) struct TenantState {
     pub(crate) drift: HashMap<String, i64>,
     /// Sessions that ended, with when: their `session:<id>` banks expire (§7).
     pub(crate) ended_sessions: HashMap<String, i64>,
+    /// Bank name → interned id.
+    pub(crate) bank_ids: HashMap<String, u32>,
+    /// Memories stored without a vector (dedup falls back to text for them).
+    pub(crate) without_vector: usize,
 }
 
 impl TenantState {
     fn new(dim: usize) -> TenantState {
         TenantState {
             memories: Vec::new(),
+            meta: Vec::new(),
             by_id: HashMap::new(),
             by_seq: HashMap::new(),
             titles: HashMap::new(),
             vectors: VectorSet::new(dim),
             drift: HashMap::new(),
             ended_sessions: HashMap::new(),
+            bank_ids: HashMap::new(),
+            without_vector: 0,
         }
+    }
+
+    /// The interned id of `bank`, if any memory of the tenant is in it.
+    pub(crate) fn bank_id(&self, bank: &str) -> Option<u32> {
+        self.bank_ids.get(bank).copied()
     }
 
     pub(crate) fn get(&self, id: &Uuid) -> Option<&MemoryState> {
@@ -189,6 +216,7 @@ impl TenantState {
     }
 
     fn deactivate(&mut self, index: usize) {
+        self.meta[index].active = false;
         if let Some(title) = &self.memories[index].row.title
             && self.titles.get(title) == Some(&index)
         {
@@ -266,8 +294,20 @@ impl State {
         if let Some(title) = &row.title {
             tenant.titles.insert(title.clone(), index);
         }
+        if vector_row.is_none() {
+            tenant.without_vector += 1;
+        }
+        let next_bank = tenant.bank_ids.len() as u32;
+        let bank_id = *tenant.bank_ids.entry(row.bank.clone()).or_insert(next_bank);
         tenant.by_id.insert(id, index);
         tenant.by_seq.insert(row.seq, index);
+        tenant.meta.push(RowMeta {
+            bank_id,
+            active: true,
+            quarantined: trust == Trust::Quarantined,
+            inferred: source == Source::Inferred,
+            expires_at_ms: row.expires_at_ms.unwrap_or(i64::MAX),
+        });
         tenant.memories.push(MemoryState {
             id,
             folded: crate::validate::normalized_text(&row.content),
@@ -300,6 +340,7 @@ impl State {
         if tenant.memories[index].vector_row.is_none() && row.vector.len() == self.dim {
             tenant.vectors.push(index, &row.vector);
             tenant.memories[index].vector_row = Some(tenant.vectors.len() - 1);
+            tenant.without_vector = tenant.without_vector.saturating_sub(1);
         }
     }
 

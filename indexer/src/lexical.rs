@@ -1,8 +1,8 @@
 //! The tantivy BM25 index over title + content, derived from the tables.
 //!
 //! Documents carry the memory's store sequence number as a fast field (the
-//! engine maps it back to the memory), and tenant and bank as raw indexed
-//! fields so the scope filter is part of the query itself. The analyzer is
+//! engine maps it back to the memory), the tenant, and a `tenant|bank` scope
+//! term so the scope filter is part of the query itself. The analyzer is
 //! English: lowercase, stop words removed, stemmed. Each commit records the
 //! highest sequence number indexed, so at open the index is caught up from the
 //! tables, or rebuilt when it cannot be opened.
@@ -31,8 +31,14 @@ const WRITER_HEAP: usize = 64 << 20;
 struct Fields {
     seq: Field,
     tenant: Field,
-    bank: Field,
+    scope: Field,
     text: Field,
+}
+
+/// The `scope` term of a tenant and bank. `|` is outside the alphabet of
+/// tenant and bank names, so the pair is unambiguous.
+fn scope_term(tenant: &str, bank: &str) -> String {
+    format!("{tenant}|{bank}")
 }
 
 /// One lexical hit: the memory's sequence number and its raw BM25 score.
@@ -74,7 +80,7 @@ fn schema() -> (Schema, Fields) {
     let fields = Fields {
         seq: builder.add_u64_field("seq", FAST),
         tenant: builder.add_text_field("tenant", STRING),
-        bank: builder.add_text_field("bank", STRING),
+        scope: builder.add_text_field("scope", STRING),
         text: builder.add_text_field("text", text_options),
     };
     (builder.build(), fields)
@@ -314,7 +320,7 @@ impl LexicalIndex {
             state.writer.add_document(doc!(
                 self.fields.seq => row.seq,
                 self.fields.tenant => row.tenant.as_str(),
-                self.fields.bank => row.bank.as_str(),
+                self.fields.scope => scope_term(&row.tenant, &row.bank),
                 self.fields.text => text,
             ))?;
             state.added_seq = row.seq;
@@ -373,20 +379,18 @@ impl LexicalIndex {
                 (Occur::Should, q)
             })
             .collect();
-        let bank_clauses: Vec<(Occur, Box<dyn Query>)> = banks
+        // One term per readable (tenant, bank) pair: the tenant is part of
+        // every term, so no other tenant's document can match.
+        let scope_clauses: Vec<(Occur, Box<dyn Query>)> = banks
             .iter()
             .map(|b| {
                 let q: Box<dyn Query> = Box::new(TermQuery::new(
-                    Term::from_field_text(self.fields.bank, b),
+                    Term::from_field_text(self.fields.scope, &scope_term(tenant, b)),
                     IndexRecordOption::Basic,
                 ));
                 (Occur::Should, q)
             })
             .collect();
-        let tenant_filter = TermQuery::new(
-            Term::from_field_text(self.fields.tenant, tenant),
-            IndexRecordOption::Basic,
-        );
         let query = BooleanQuery::new(vec![
             (
                 Occur::Must,
@@ -394,12 +398,8 @@ impl LexicalIndex {
             ),
             (
                 Occur::Must,
-                Box::new(ConstScoreQuery::new(Box::new(tenant_filter), 0.0)),
-            ),
-            (
-                Occur::Must,
                 Box::new(ConstScoreQuery::new(
-                    Box::new(BooleanQuery::new(bank_clauses)),
+                    Box::new(BooleanQuery::new(scope_clauses)),
                     0.0,
                 )),
             ),
