@@ -79,8 +79,7 @@ const THINGS: &[&str] = &[
 ];
 const UNITS: &[&str] = &["seconds", "minutes", "megabytes", "requests", "days"];
 
-fn unit_vector(rng: &mut ChaCha8Rng, dim: usize) -> Vec<f32> {
-    let mut v: Vec<f32> = (0..dim).map(|_| rng.random::<f32>() * 2.0 - 1.0).collect();
+fn unit(mut v: Vec<f32>) -> Vec<f32> {
     let norm = v
         .iter()
         .map(|x| x * x)
@@ -89,6 +88,10 @@ fn unit_vector(rng: &mut ChaCha8Rng, dim: usize) -> Vec<f32> {
         .max(f32::EPSILON);
     v.iter_mut().for_each(|x| *x /= norm);
     v
+}
+
+fn unit_vector(rng: &mut ChaCha8Rng, dim: usize) -> Vec<f32> {
+    unit((0..dim).map(|_| rng.random::<f32>() * 2.0 - 1.0).collect())
 }
 
 /// `n` memories over `topics` clusters of `dim`-wide vectors. Each vector is
@@ -111,18 +114,13 @@ pub fn synthetic_corpus(seed: u64, n: usize, dim: usize, topics: usize) -> Vec<S
         .map(|i| {
             let topic = rng.random_range(0..centroids.len());
             let noise = unit_vector(&mut rng, dim);
-            let mut vector: Vec<f32> = centroids[topic]
-                .iter()
-                .zip(&noise)
-                .map(|(c, e)| c + 0.9 * e)
-                .collect();
-            let norm = vector
-                .iter()
-                .map(|x| x * x)
-                .sum::<f32>()
-                .sqrt()
-                .max(f32::EPSILON);
-            vector.iter_mut().for_each(|x| *x /= norm);
+            let vector = unit(
+                centroids[topic]
+                    .iter()
+                    .zip(&noise)
+                    .map(|(c, e)| c + 0.9 * e)
+                    .collect(),
+            );
             let svc = SERVICES[rng.random_range(0..SERVICES.len())];
             let (kind, template) = TEMPLATES[rng.random_range(0..TEMPLATES.len())];
             let content = template
@@ -152,17 +150,11 @@ pub fn synthetic_corpus(seed: u64, n: usize, dim: usize, topics: usize) -> Vec<S
 pub fn query_near(seed: u64, vector: &[f32]) -> Vec<f32> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let noise = unit_vector(&mut rng, vector.len());
-    let mut q: Vec<f32> = vector
-        .iter()
-        .zip(&noise)
-        .map(|(v, e)| v + 0.45 * e)
-        .collect();
-    let norm = q
-        .iter()
-        .map(|x| x * x)
-        .sum::<f32>()
-        .sqrt()
-        .max(f32::EPSILON);
-    q.iter_mut().for_each(|x| *x /= norm);
-    q
+    unit(
+        vector
+            .iter()
+            .zip(&noise)
+            .map(|(v, e)| v + 0.45 * e)
+            .collect(),
+    )
 }

@@ -411,36 +411,47 @@ async fn crash_writer_child() {
     }
 }
 
-#[tokio::test]
-async fn acknowledged_writes_survive_sigkill() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(std::env::current_exe().unwrap())
+/// Runs the ignored helper test `child` in a child process with `dir` in
+/// `RECALL_CRASH_DIR`, collects the ids it prints as `ACK <id>` once each
+/// operation was acknowledged, and SIGKILLs it after `n` of them.
+fn run_and_kill(child: &str, dir: &std::path::Path, n: usize) -> Vec<Uuid> {
+    let mut process = Command::new(std::env::current_exe().unwrap())
         .args([
             "--ignored",
             "--exact",
-            "crash_writer_child",
+            child,
             "--nocapture",
             "--test-threads=1",
         ])
-        .env("RECALL_CRASH_DIR", dir.path())
+        .env("RECALL_CRASH_DIR", dir)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let stdout = child.stdout.take().unwrap();
     let mut acked = Vec::new();
-    for line in BufReader::new(stdout).lines() {
-        let line = line.unwrap();
-        if let Some(id) = line.strip_prefix("ACK ") {
+    for line in BufReader::new(process.stdout.take().unwrap()).lines() {
+        if let Some(id) = line.unwrap().strip_prefix("ACK ") {
             acked.push(Uuid::parse_str(id.trim()).unwrap());
-            if acked.len() == 40 {
-                child.kill().unwrap(); // SIGKILL on Unix
+            if acked.len() == n {
+                process.kill().unwrap(); // SIGKILL on Unix
                 break;
             }
         }
     }
-    child.wait().unwrap();
-    assert_eq!(acked.len(), 40, "the child died before writing");
+    process.wait().unwrap();
+    assert_eq!(
+        acked.len(),
+        n,
+        "the child died before {n} acknowledged operations"
+    );
+    acked
+}
+
+#[tokio::test]
+async fn acknowledged_writes_survive_sigkill() {
+    let dir = tempfile::tempdir().unwrap();
+    let acked = run_and_kill("crash_writer_child", dir.path(), 40);
+
     let engine = open(dir.path()).await;
     for id in &acked {
         engine.get(TENANT, *id).await.unwrap();

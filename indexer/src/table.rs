@@ -210,15 +210,14 @@ impl Tables {
                 .as_fixed_size_list_opt()
                 .ok_or_else(|| c.wrong("vector"))?;
             for i in 0..batch.num_rows() {
-                let values = vectors.value(i);
-                let values = values
-                    .as_primitive_opt::<Float32Type>()
-                    .ok_or_else(|| c.wrong("vector"))?;
+                let Some(vector) = vector_at(vectors, i, &c)? else {
+                    continue;
+                };
                 rows.push(VectorRow {
                     seq: seq.value(i),
                     tenant: tenant.value(i).to_string(),
                     memory_id: memory_id.value(i).to_string(),
-                    vector: values.values().to_vec(),
+                    vector,
                 });
             }
         }
@@ -409,6 +408,18 @@ impl<'a> Columns<'a> {
     }
 }
 
+/// The vector in row `i` of a `FixedSizeList<Float32>` column (None when null).
+fn vector_at(vectors: &FixedSizeListArray, i: usize, c: &Columns<'_>) -> Result<Option<Vec<f32>>> {
+    if !vectors.is_valid(i) {
+        return Ok(None);
+    }
+    let values = vectors.value(i);
+    let values = values
+        .as_primitive_opt::<Float32Type>()
+        .ok_or_else(|| c.wrong("vector"))?;
+    Ok(Some(values.values().to_vec()))
+}
+
 fn opt_str(array: &StringArray, i: usize) -> Option<String> {
     array.is_valid(i).then(|| array.value(i).to_string())
 }
@@ -455,15 +466,7 @@ fn batch_to_memories(batch: &RecordBatch, out: &mut Vec<MemoryRow>) -> Result<()
         let element_values = element_values
             .as_string_opt::<i32>()
             .ok_or_else(|| c.wrong("elements"))?;
-        let vector = if vectors.is_valid(i) {
-            let values = vectors.value(i);
-            let values = values
-                .as_primitive_opt::<Float32Type>()
-                .ok_or_else(|| c.wrong("vector"))?;
-            Some(values.values().to_vec())
-        } else {
-            None
-        };
+        let vector = vector_at(vectors, i, &c)?;
         out.push(MemoryRow {
             seq: seq.value(i),
             id: id.value(i).to_string(),

@@ -1,8 +1,6 @@
 //! Lifecycle (§4.5–§4.7, §5, §6, §8): usage feedback, drift, links, outcomes,
 //! briefing, expiry, persistence of counters, backfill.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 
 use chrono::Duration;
@@ -498,7 +496,7 @@ async fn counters_drift_and_links_survive_reopen() {
 #[tokio::test]
 #[ignore = "helper process for lifecycle_state_survives_sigkill"]
 async fn lifecycle_child() {
-    let Ok(dir) = std::env::var("RECALL_LIFECYCLE_DIR") else {
+    let Ok(dir) = std::env::var("RECALL_CRASH_DIR") else {
         return;
     };
     let engine = open(std::path::Path::new(&dir)).await;
@@ -550,31 +548,8 @@ async fn lifecycle_child() {
 #[tokio::test]
 async fn lifecycle_state_survives_sigkill() {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--ignored",
-            "--exact",
-            "lifecycle::lifecycle_child",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("RECALL_LIFECYCLE_DIR", dir.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut acked = Vec::new();
-    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
-        if let Some(id) = line.unwrap().strip_prefix("ACK ") {
-            acked.push(Uuid::parse_str(id.trim()).unwrap());
-            if acked.len() == 15 {
-                child.kill().unwrap();
-                break;
-            }
-        }
-    }
-    child.wait().unwrap();
-    assert_eq!(acked.len(), 15, "the child died early");
+    let acked = super::run_and_kill("lifecycle::lifecycle_child", dir.path(), 15);
+
     let engine = open(dir.path()).await;
     for id in acked {
         let m = engine.get(TENANT, id).await.unwrap();
