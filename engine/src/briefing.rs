@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 
 use crate::engine::Engine;
-use crate::memory::{Memory, Source};
+use crate::memory::{Memory, Source, Trust};
 use crate::recall::Hit;
 
 /// The line every briefing starts with.
@@ -61,7 +61,13 @@ impl Engine {
     pub fn briefing(&self, hits: &[Hit], budget_tokens: usize) -> String {
         let now = self.config().clock.now();
         let mut lines = vec![BRIEFING_HEADER.to_string()];
-        lines.extend(hits.iter().map(|h| briefing_line(&h.memory, now)));
+        // A briefing goes into a prompt: quarantined text never does, even
+        // when a review recall asked for it.
+        lines.extend(
+            hits.iter()
+                .filter(|h| h.memory.trust != Trust::Quarantined)
+                .map(|h| briefing_line(&h.memory, now)),
+        );
         let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
         let counts = self
             .embedder()

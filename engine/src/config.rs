@@ -8,6 +8,8 @@ use serde::Serialize;
 
 use crate::clock::{Clock, SystemClock};
 use crate::memory::Kind;
+use crate::redact::{DefaultRedactor, Redactor};
+use crate::screen::{DefaultScreen, Screen};
 
 /// Where the embedder comes from.
 #[derive(Clone, Default)]
@@ -201,6 +203,15 @@ pub struct Config {
     pub write: WriteConfig,
     /// The clock (inject a [`crate::FixedClock`] for replays and tests).
     pub clock: Arc<dyn Clock>,
+    /// Replaces secrets and personal data before anything is stored or
+    /// embedded (§7). Default [`DefaultRedactor`]; `None` turns redaction off.
+    pub redactor: Option<Arc<dyn Redactor>>,
+    /// Holds back content that tries to instruct the agent (§7). Default
+    /// [`DefaultScreen`]; `None` turns screening off.
+    pub screen: Option<Arc<dyn Screen>>,
+    /// Who the audit log names for calls that take no actor (forget,
+    /// supersede, confirm). Default none.
+    pub actor: Option<String>,
 }
 
 impl Config {
@@ -212,7 +223,28 @@ impl Config {
             scoring: ScoringConfig::default(),
             write: WriteConfig::default(),
             clock: Arc::new(SystemClock),
+            redactor: Some(Arc::new(DefaultRedactor)),
+            screen: Some(Arc::new(DefaultScreen)),
+            actor: None,
         }
+    }
+
+    /// Sets the redactor (`None`: store text as given).
+    pub fn redactor(mut self, redactor: Option<Arc<dyn Redactor>>) -> Self {
+        self.redactor = redactor;
+        self
+    }
+
+    /// Sets the injection screen (`None`: never quarantine automatically).
+    pub fn screen(mut self, screen: Option<Arc<dyn Screen>>) -> Self {
+        self.screen = screen;
+        self
+    }
+
+    /// Sets the actor the audit log names for calls that take none.
+    pub fn actor(mut self, actor: impl Into<String>) -> Self {
+        self.actor = Some(actor.into());
+        self
     }
 
     /// Sets the embedder source.

@@ -1,22 +1,24 @@
 //! The engine: open, write, read, change. Recall lives in [`crate::recall`].
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use ndarray::Array2;
 use rayon::prelude::*;
 use recall_indexer::{
-    DEFAULT_DIM, Embedder, EventRow, FastEmbedder, LexicalSearcher, MemoryRow, Record, ScanConfig,
-    Store, StoreOptions, embed_checked, normalized,
+    AuditEntry, DEFAULT_DIM, Embedder, EventRow, FastEmbedder, LexicalSearcher, MemoryRow, Record,
+    ScanConfig, Store, StoreOptions, embed_checked, normalized,
 };
 use serde::Serialize;
+use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 use crate::config::{Config, ModelSource, default_model_dirs};
 use crate::error::{Error, Result};
-use crate::memory::{Memory, NewMemory, Remembered, Similar, Source};
+use crate::memory::{Memory, NewMemory, Remembered, Similar, Source, Trust};
 use crate::recall::RecallBuilder;
-use crate::state::{State, TenantState, op, to_ms};
+use crate::screen::ScreenMatch;
+use crate::state::{State, TenantState, encode_counts, op, to_ms};
 use crate::validate;
 
 /// The recall engine. Cheap to clone (`Arc` inside), `Send + Sync`; share one
@@ -195,8 +197,9 @@ impl Engine {
     pub async fn remember_many(&self, memories: Vec<NewMemory>) -> Result<Vec<Remembered>> {
         let now = self.inner.config.clock.now();
         let mut items = memories;
+        let mut guarded = Vec::with_capacity(items.len());
         for item in &mut items {
-            self.validate_new(item)?;
+            guarded.push(self.prepare(item)?);
         }
         let to_embed: Vec<usize> = items
             .iter()
@@ -212,17 +215,54 @@ impl Engine {
         }
 
         let mut store = self.inner.store.lock().await;
-        let (records, outcomes) = {
+        let (records, outcomes, audit) = {
             let state = self.read_state()?;
-            self.decide(&state, items, now)?
+            self.decide(&state, items, guarded, now)?
         };
         self.persist(&mut store, records).await?;
+        store.audit(&audit)?;
         Ok(outcomes)
     }
 
-    fn validate_new(&self, m: &mut NewMemory) -> Result<()> {
+    /// Steps 1–3 of the write path (§3): validate, redact, screen. Returns
+    /// what redaction and screening did; the item is changed in place.
+    fn prepare(&self, m: &mut NewMemory) -> Result<Guarded> {
         validate::scope_name("tenant", &m.tenant)?;
         validate::scope_name("bank", &m.bank)?;
+        let config = &self.inner.config;
+        let mut redactions = BTreeMap::new();
+        if let Some(redactor) = &config.redactor {
+            let mut fields = vec![&mut m.content];
+            fields.extend(m.title.as_mut());
+            for field in fields {
+                let redaction = redactor.redact(field);
+                if redaction.is_redacted() {
+                    *field = redaction.text;
+                    for (kind, n) in redaction.counts {
+                        *redactions.entry(kind).or_insert(0) += n;
+                    }
+                }
+            }
+            if !redactions.is_empty() {
+                // A caller's vector was computed from the unredacted text and
+                // can leak it; the redacted text is embedded instead.
+                m.vector = None;
+            }
+        }
+        self.validate_new(m)?;
+        let quarantined = match &config.screen {
+            Some(screen) => std::iter::once(m.content.as_str())
+                .chain(m.title.as_deref())
+                .find_map(|text| screen.screen(text)),
+            None => None,
+        };
+        Ok(Guarded {
+            redactions,
+            quarantined,
+        })
+    }
+
+    fn validate_new(&self, m: &mut NewMemory) -> Result<()> {
         validate::content(&m.content, self.inner.config.write.max_content_bytes)?;
         validate::confidence(m.confidence)?;
         if m.source == Source::Explicit && m.confidence < 1.0 {
@@ -250,12 +290,14 @@ impl Engine {
     }
 
     /// The write policy: supersession, title uniqueness, dedup and the similar band.
+    #[allow(clippy::type_complexity)]
     fn decide(
         &self,
         state: &State,
         items: Vec<NewMemory>,
+        guarded: Vec<Guarded>,
         now: chrono::DateTime<chrono::Utc>,
-    ) -> Result<(Vec<Record>, Vec<Remembered>)> {
+    ) -> Result<(Vec<Record>, Vec<Remembered>, Vec<AuditEntry>)> {
         struct Fresh {
             id: Uuid,
             batch_index: usize,
@@ -283,9 +325,13 @@ impl Engine {
         let gram = batch_gram(&items, self.inner.dim);
         let mut records = Vec::with_capacity(items.len());
         let mut outcomes = Vec::with_capacity(items.len());
+        let mut audit = Vec::with_capacity(items.len());
+        let now_ms = to_ms(now);
         let mut fresh: Vec<Fresh> = Vec::new();
         let mut batch_titles: HashSet<(String, String)> = HashSet::new();
-        for ((index, item), mut near) in items.into_iter().enumerate().zip(store_near) {
+        for (((index, item), mut near), guard) in
+            items.into_iter().enumerate().zip(store_near).zip(guarded)
+        {
             let tenant = state.tenant(&item.tenant);
             let observed = item.observed_at.unwrap_or(now);
             let superseded = match (&item.supersedes, tenant) {
@@ -335,9 +381,18 @@ impl Engine {
             }
             near.sort_by(|a, b| b.2.total_cmp(&a.2));
 
+            // Held-back text never confirms a memory that is served.
             if superseded.is_none()
+                && guard.quarantined.is_none()
                 && let Some((id, _, cos)) = near.first().filter(|n| n.2 >= write.dedup_threshold)
             {
+                audit.push(
+                    AuditEntry::new(now_ms, &item.tenant, "remember")
+                        .id(id.to_string())
+                        .actor(item.agent.clone())
+                        .content_sha256(content_sha256(&item.content))
+                        .detail(Some("deduplicated into the existing memory".into())),
+                );
                 records.push(Record::Event(EventRow {
                     seq: 0,
                     tenant: item.tenant.clone(),
@@ -378,7 +433,11 @@ impl Engine {
                 content: item.content.clone(),
                 elements,
                 source: item.source.as_str().to_string(),
-                trust: item.trust.as_str().to_string(),
+                trust: if guard.quarantined.is_some() {
+                    Trust::Quarantined.as_str().to_string()
+                } else {
+                    item.trust.as_str().to_string()
+                },
                 agent: item.agent.clone(),
                 session_id: item.session_id.clone(),
                 confidence: item.confidence,
@@ -388,6 +447,47 @@ impl Engine {
                 supersedes: superseded.map(|s| s.id.to_string()),
                 vector: item.vector.clone(),
             }));
+            let event = |op: &str, arg: String| {
+                Record::Event(EventRow {
+                    seq: 0,
+                    tenant: item.tenant.clone(),
+                    memory_id: id.to_string(),
+                    op: op.to_string(),
+                    at_ms: now_ms,
+                    arg: Some(arg),
+                })
+            };
+            if !guard.redactions.is_empty() {
+                records.push(event(op::REDACTED, encode_counts(&guard.redactions)));
+            }
+            if let Some(hit) = &guard.quarantined {
+                records.push(event(
+                    op::QUARANTINED,
+                    format!("{}|{}", hit.rule, item.trust.as_str()),
+                ));
+            }
+            let mut detail = Vec::new();
+            if !guard.redactions.is_empty() {
+                detail.push(format!("redacted {}", encode_counts(&guard.redactions)));
+            }
+            if let Some(hit) = &guard.quarantined {
+                detail.push(format!("quarantined by rule {}", hit.rule));
+            }
+            audit.push(
+                AuditEntry::new(now_ms, &item.tenant, "remember")
+                    .id(id.to_string())
+                    .actor(item.agent.clone())
+                    .content_sha256(content_sha256(&item.content))
+                    .detail((!detail.is_empty()).then(|| detail.join("; "))),
+            );
+            if let Some(old) = superseded {
+                audit.push(
+                    AuditEntry::new(now_ms, &item.tenant, "supersede")
+                        .id(old.id.to_string())
+                        .id(id.to_string())
+                        .actor(item.agent.clone()),
+                );
+            }
             fresh.push(Fresh {
                 id,
                 batch_index: index,
@@ -397,9 +497,14 @@ impl Engine {
                 vector: item.vector.clone(),
                 folded: folded[index].clone(),
             });
-            outcomes.push(Remembered::Stored { id, similar_to });
+            outcomes.push(Remembered::Stored {
+                id,
+                similar_to,
+                redactions: guard.redactions,
+                quarantined: guard.quarantined.map(|q| q.rule),
+            });
         }
-        Ok((records, outcomes))
+        Ok((records, outcomes, audit))
     }
 
     /// Active memories of the item's tenant and bank closest to it: by
@@ -475,6 +580,20 @@ impl Engine {
         arg: Option<String>,
         at_ms: Option<i64>,
     ) -> Result<()> {
+        self.append_audited_event(tenant, memory, op, arg, at_ms, None)
+            .await
+    }
+
+    /// [`Engine::append_event`] plus an audit entry for it, written together.
+    pub(crate) async fn append_audited_event(
+        &self,
+        tenant: &str,
+        memory: Option<Uuid>,
+        op: &str,
+        arg: Option<String>,
+        at_ms: Option<i64>,
+        audit: Option<AuditEntry>,
+    ) -> Result<()> {
         let at_ms = at_ms.unwrap_or_else(|| to_ms(self.inner.config.clock.now()));
         let mut store = self.inner.store.lock().await;
         let event = EventRow {
@@ -485,7 +604,19 @@ impl Engine {
             at_ms,
             arg,
         };
-        self.persist(&mut store, vec![Record::Event(event)]).await
+        self.persist(&mut store, vec![Record::Event(event)]).await?;
+        if let Some(entry) = audit {
+            store.audit(&[entry])?;
+        }
+        Ok(())
+    }
+
+    /// An audit entry about one memory, now, by the configured actor.
+    pub(crate) fn audit_entry(&self, tenant: &str, op: &str, ids: &[Uuid]) -> AuditEntry {
+        let mut entry = AuditEntry::new(to_ms(self.inner.config.clock.now()), tenant, op)
+            .actor(self.inner.config.actor.clone());
+        entry.ids = ids.iter().map(Uuid::to_string).collect();
+        entry
     }
 
     /// Checks the tenant and finds a memory by id in it.
@@ -513,7 +644,8 @@ impl Engine {
         if m.forgotten {
             return Ok(m);
         }
-        self.append_event(tenant, Some(id), op::FORGET, None, None)
+        let audit = self.audit_entry(tenant, "forget", &[id]);
+        self.append_audited_event(tenant, Some(id), op::FORGET, None, None, Some(audit))
             .await?;
         self.lookup(tenant, id)
     }
@@ -543,12 +675,14 @@ impl Engine {
                 reason: "is not active and cannot supersede".into(),
             });
         }
-        self.append_event(
+        let audit = self.audit_entry(tenant, "supersede", &[old, new]);
+        self.append_audited_event(
             tenant,
             Some(old),
             op::SUPERSEDED_BY,
             Some(new.to_string()),
             None,
+            Some(audit),
         )
         .await?;
         self.lookup(tenant, old)
@@ -671,6 +805,20 @@ impl Engine {
         self.inner.store.lock().await.flush().await?;
         Ok(())
     }
+}
+
+/// What the write path's safety steps did to one item.
+struct Guarded {
+    redactions: BTreeMap<String, u32>,
+    quarantined: Option<ScreenMatch>,
+}
+
+/// Hex SHA-256 of stored content, for the audit log.
+pub(crate) fn content_sha256(content: &str) -> String {
+    Sha256::digest(content.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// Largest batch whose pairwise cosines are computed as one matrix (64 MiB);

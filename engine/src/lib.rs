@@ -14,6 +14,10 @@
 //! - [`Config`]: data directory, embedder ([`ModelSource`]), every tunable of
 //!   the write path ([`WriteConfig`]) and the scorer ([`ScoringConfig`]).
 //! - [`Breakdown`]: why a hit ranked where it did; the formula is in [`score`](crate::relevance).
+//! - Safety (§7): [`ReadPolicy`] (which banks a caller reads), [`Redactor`]
+//!   (secrets replaced before storage), [`Screen`] (injection quarantined,
+//!   [`Engine::release`]d after review), [`Engine::erase`] (physical
+//!   right-to-erasure), [`Engine::audit`] (who did what, ids and hashes only).
 //! - Lifecycle: [`Engine::end_session`] (citations, outcomes), [`Engine::mark_drift`],
 //!   [`Engine::promote`], [`Engine::backfill`], [`Engine::briefing`],
 //!   [`Engine::review_queue`], [`Engine::knowledge_map`].
@@ -47,13 +51,18 @@ mod briefing;
 mod clock;
 mod config;
 mod engine;
+mod erasure;
 mod error;
+mod import;
 mod lifecycle;
 mod links;
 mod memory;
+mod policy;
 mod recall;
+mod redact;
 mod review;
 mod score;
+mod screen;
 mod state;
 mod validate;
 
@@ -64,17 +73,22 @@ pub use config::{
     default_model_dirs,
 };
 pub use engine::{Engine, Status};
+pub use erasure::{EraseScope, Erased};
 pub use error::{Error, Result};
+pub use import::parse_import_line;
 pub use lifecycle::{EndSession, SessionEnded};
 pub use links::parse_links;
 pub use memory::{Kind, Link, Memory, NewMemory, Remembered, Similar, Source, Trust};
+pub use policy::ReadPolicy;
 pub use recall::{Hit, RecallBuilder, RecallResult};
+pub use redact::{DefaultRedactor, Redaction, Redactor};
 pub use review::{ElementSummary, Ignored, KnowledgeMap, ReviewQueue, SimilarPair};
 pub use score::{
     Breakdown, decay_multiplier, drift_multiplier, effective_confidence, normalize_bm25, relevance,
     usage_multiplier,
 };
+pub use screen::{DefaultScreen, Screen, ScreenMatch};
 
 pub use recall_indexer::{
-    Durability, Embedder, FastEmbedder, HashEmbedder, IndexerError, ScanConfig,
+    AuditEntry, Durability, Embedder, FastEmbedder, HashEmbedder, IndexerError, ScanConfig,
 };

@@ -1,5 +1,6 @@
 //! The memory model (§2): kinds, provenance, and the public view of a memory.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
@@ -133,6 +134,11 @@ pub struct Memory {
     /// Titles it references as `[[Title]]`, resolved to the active memory
     /// holding the title, or pending (`id: None`) until one is written.
     pub links: Vec<Link>,
+    /// What redaction replaced at write time: placeholder kind → count (§7).
+    /// Never the values.
+    pub redactions: BTreeMap<String, u32>,
+    /// The screening rule that quarantined it, if the engine did (§7).
+    pub quarantine_rule: Option<String>,
 }
 
 /// A `[[Title]]` reference.
@@ -320,6 +326,11 @@ pub enum Remembered {
         id: Uuid,
         /// Near memories the writer may want to supersede.
         similar_to: Vec<Similar>,
+        /// What redaction replaced (placeholder kind → count); empty when nothing.
+        redactions: BTreeMap<String, u32>,
+        /// The screening rule that quarantined it: it is stored with trust
+        /// `quarantined` and not served until [`crate::Engine::release`].
+        quarantined: Option<String>,
     },
     /// A near-copy (cosine ≥ 0.94, or equal normalized text without vectors)
     /// of an existing memory, which was confirmed instead.

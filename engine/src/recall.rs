@@ -11,6 +11,7 @@ use crate::config::Bm25Normalization;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::memory::{Kind, Memory, Source};
+use crate::policy::ReadPolicy;
 use crate::score::{
     Breakdown, decay_multiplier, drift_multiplier, effective_confidence, normalize_bm25, relevance,
     usage_multiplier,
@@ -106,6 +107,16 @@ impl RecallBuilder {
         S: Into<String>,
     {
         self.banks.extend(banks.into_iter().map(Into::into));
+        self
+    }
+
+    /// Reads through a [`ReadPolicy`]: its banks become readable and its
+    /// session (if any) is set as with [`RecallBuilder::session`].
+    pub fn policy(mut self, policy: &ReadPolicy) -> Self {
+        self.banks.extend(policy.bank_names().iter().cloned());
+        if let Some(session) = policy.session_id() {
+            self.session = Some(session.to_string());
+        }
         self
     }
 
@@ -254,15 +265,27 @@ impl RecallBuilder {
                 ) >= config.min_confidence)
     }
 
-    /// Interned ids of the banks this caller may read in `tenant` now.
-    fn readable_banks(&self, tenant: &TenantState) -> Vec<u32> {
+    /// The named banks this caller may read: a `session:<id>` bank only
+    /// with that session. Both candidate stages search only these.
+    fn readable_names(&self) -> Vec<&str> {
         self.banks
             .iter()
-            .filter(|bank| match bank.strip_prefix("session:") {
-                Some(s) => {
-                    self.session.as_deref() == Some(s) && !tenant.ended_sessions.contains_key(s)
-                }
-                None => true,
+            .filter(|bank| {
+                bank.strip_prefix("session:")
+                    .is_none_or(|s| self.session.as_deref() == Some(s))
+            })
+            .map(String::as_str)
+            .collect()
+    }
+
+    /// Interned ids of the banks this caller may read in `tenant` now (a
+    /// session's bank not after the session ended).
+    fn readable_banks(&self, tenant: &TenantState) -> Vec<u32> {
+        self.readable_names()
+            .into_iter()
+            .filter(|bank| {
+                bank.strip_prefix("session:")
+                    .is_none_or(|s| !tenant.ended_sessions.contains_key(s))
             })
             .filter_map(|bank| tenant.bank_id(bank))
             .collect()
@@ -273,7 +296,7 @@ impl RecallBuilder {
         let config = &inner.config.scoring;
         let now = self.now.unwrap_or_else(|| inner.config.clock.now());
         let now_ms = to_ms(now);
-        let banks: Vec<&str> = self.banks.iter().map(String::as_str).collect();
+        let banks = self.readable_names();
         let pool = config.candidate_pool.max(self.k);
         // Forgotten and superseded memories stay in the BM25 index, so ask
         // for a quarter more than the pool and keep the eligible ones.

@@ -3,14 +3,15 @@
 
 use std::collections::HashSet;
 
+use recall_indexer::AuditEntry;
 use serde::Serialize;
 use uuid::Uuid;
 
 use crate::engine::Engine;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::memory::{Kind, Memory, Source, Trust};
 use crate::score::effective_confidence;
-use crate::state::to_ms;
+use crate::state::{op, to_ms};
 use crate::validate;
 
 /// Most recent active memories checked for similar pairs; the check is a
@@ -188,5 +189,40 @@ impl Engine {
             documented,
             elements: summaries,
         })
+    }
+}
+
+impl Engine {
+    /// Lets a quarantined memory be served (§7), after a person looked at
+    /// it: it gets back the trust it was written with (`external` when its
+    /// writer quarantined it). Audited with `actor`.
+    pub async fn release(&self, tenant: &str, id: Uuid, actor: &str) -> Result<Memory> {
+        let m = self.lookup(tenant, id)?;
+        if m.trust != Trust::Quarantined {
+            return Err(Error::Conflict {
+                id,
+                reason: "is not quarantined".into(),
+            });
+        }
+        let audit = self
+            .audit_entry(tenant, "release", &[id])
+            .actor(Some(actor.to_string()));
+        self.append_audited_event(
+            tenant,
+            Some(id),
+            op::RELEASED,
+            Some(actor.to_string()),
+            None,
+            Some(audit),
+        )
+        .await?;
+        self.lookup(tenant, id)
+    }
+
+    /// The tenant's audit log, oldest first: remember, supersede, forget,
+    /// erase and release, with ids and content hashes, never content.
+    pub async fn audit(&self, tenant: &str) -> Result<Vec<AuditEntry>> {
+        validate::scope_name("tenant", tenant)?;
+        Ok(self.inner.store.lock().await.audit_entries(tenant)?)
     }
 }

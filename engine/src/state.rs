@@ -2,7 +2,7 @@
 //! folded from the store's records. The store is the truth; this is rebuilt
 //! from it at open and kept in step by every write.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::str::FromStr;
 
 use chrono::{DateTime, TimeZone, Utc};
@@ -28,6 +28,31 @@ pub(crate) mod op {
     pub const DRIFT: &str = "drift";
     /// Tenant-wide (`memory_id` empty): `arg` = the session that ended at `at`.
     pub const SESSION_END: &str = "session_end";
+    /// Written with a memory: `arg` = what redaction replaced, `KIND=n,KIND=n`.
+    pub const REDACTED: &str = "redacted";
+    /// Written with a memory the screen held back: `arg` = `rule|trust it was written with`.
+    pub const QUARANTINED: &str = "quarantined";
+    /// A person looked at a quarantined memory and let it be served: `arg` = who.
+    pub const RELEASED: &str = "released";
+    /// Tenant-wide: an erasure ran (`arg` = how many memories). Holds no
+    /// content; it keeps the store's sequence numbers rising past erased rows.
+    pub const ERASED: &str = "erased";
+}
+
+/// `KIND=n,KIND=n` ↔ counts, for the `redacted` event.
+pub(crate) fn encode_counts(counts: &BTreeMap<String, u32>) -> String {
+    counts
+        .iter()
+        .map(|(k, n)| format!("{k}={n}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn decode_counts(text: &str) -> BTreeMap<String, u32> {
+    text.split(',')
+        .filter_map(|pair| pair.split_once('='))
+        .filter_map(|(k, n)| Some((k.to_string(), n.parse().ok()?)))
+        .collect()
 }
 
 pub(crate) fn to_ms(t: DateTime<Utc>) -> i64 {
@@ -61,6 +86,10 @@ pub(crate) struct MemoryState {
     pub(crate) links: Vec<String>,
     /// Text folded for dedup when there are no vectors.
     pub(crate) folded: String,
+    /// What redaction replaced (kind → count).
+    pub(crate) redactions: BTreeMap<String, u32>,
+    /// The screening rule and the trust the writer gave, when the screen quarantined it.
+    pub(crate) quarantine: Option<(String, Trust)>,
 }
 
 impl MemoryState {
@@ -208,6 +237,8 @@ impl TenantState {
                     id: self.titles.get(title).map(|i| self.memories[*i].id),
                 })
                 .collect(),
+            redactions: m.redactions.clone(),
+            quarantine_rule: m.quarantine.as_ref().map(|(rule, _)| rule.clone()),
         }
     }
 
@@ -324,6 +355,8 @@ impl State {
             sessions_dealt: HashSet::new(),
             sessions_cited: HashSet::new(),
             vector_row,
+            redactions: BTreeMap::new(),
+            quarantine: None,
         });
     }
 
@@ -363,6 +396,7 @@ impl State {
                 }
                 return;
             }
+            op::ERASED => return,
             _ => {}
         }
         let Some(&index) = Uuid::parse_str(&event.memory_id)
@@ -407,6 +441,30 @@ impl State {
                         m.sessions_cited.insert(session.clone());
                     }
                 }
+            }
+            op::REDACTED => {
+                if let Some(counts) = &event.arg {
+                    tenant.memories[index].redactions = decode_counts(counts);
+                }
+            }
+            op::QUARANTINED => {
+                let (rule, trust) = event
+                    .arg
+                    .as_deref()
+                    .and_then(|a| a.split_once('|'))
+                    .unwrap_or(("unknown", "external"));
+                let trust = Trust::from_str(trust).unwrap_or(Trust::External);
+                tenant.memories[index].quarantine = Some((rule.to_string(), trust));
+            }
+            op::RELEASED => {
+                let m = &mut tenant.memories[index];
+                // Back to the trust it was written with; a memory written as
+                // quarantined by its caller becomes `external` (looked at, not vouched for).
+                m.trust = match &m.quarantine {
+                    Some((_, trust)) if *trust != Trust::Quarantined => *trust,
+                    _ => Trust::External,
+                };
+                tenant.meta[index].quarantined = false;
             }
             other => tracing::warn!(op = other, "skipping an event this engine does not know"),
         }

@@ -21,6 +21,7 @@ use tantivy::tokenizer::{
 };
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term, doc};
 
+use crate::erase::EraseSelector;
 use crate::error::{IndexerError, Result};
 use crate::rows::MemoryRow;
 
@@ -30,6 +31,8 @@ const WRITER_HEAP: usize = 64 << 20;
 #[derive(Clone, Copy)]
 struct Fields {
     seq: Field,
+    /// The memory id, so an erasure can delete the document by term.
+    id: Field,
     tenant: Field,
     scope: Field,
     text: Field,
@@ -79,6 +82,7 @@ fn schema() -> (Schema, Fields) {
     );
     let fields = Fields {
         seq: builder.add_u64_field("seq", FAST),
+        id: builder.add_text_field("id", STRING),
         tenant: builder.add_text_field("tenant", STRING),
         scope: builder.add_text_field("scope", STRING),
         text: builder.add_text_field("text", text_options),
@@ -319,6 +323,7 @@ impl LexicalIndex {
             };
             state.writer.add_document(doc!(
                 self.fields.seq => row.seq,
+                self.fields.id => row.id.as_str(),
                 self.fields.tenant => row.tenant.as_str(),
                 self.fields.scope => scope_term(&row.tenant, &row.bank),
                 self.fields.text => text,
@@ -352,6 +357,42 @@ impl LexicalIndex {
     ///
     /// The scope is part of the query (zero-scored filter clauses), so no
     /// other tenant's or bank's document can be a candidate.
+    /// Deletes the documents `selector` covers, commits, merges every
+    /// segment into one (a deleted document's terms stay in its segment until
+    /// a merge rewrites it) and removes the files no longer used.
+    pub(crate) fn erase(&self, selector: &EraseSelector) -> Result<()> {
+        let mut state = self.lock()?;
+        match selector {
+            EraseSelector::Memories { ids, .. } => {
+                for id in ids {
+                    state
+                        .writer
+                        .delete_term(Term::from_field_text(self.fields.id, id));
+                }
+            }
+            EraseSelector::Bank { tenant, bank } => {
+                state.writer.delete_term(Term::from_field_text(
+                    self.fields.scope,
+                    &scope_term(tenant, bank),
+                ));
+            }
+            EraseSelector::Tenant { tenant } => {
+                state
+                    .writer
+                    .delete_term(Term::from_field_text(self.fields.tenant, tenant));
+            }
+        }
+        state.dirty = true;
+        self.commit_locked(&mut state)?;
+        let segments = state.writer.index().searchable_segment_ids()?;
+        if !segments.is_empty() {
+            state.writer.merge(&segments).wait()?;
+        }
+        state.writer.garbage_collect_files().wait()?;
+        self.reader.reload()?;
+        Ok(())
+    }
+
     pub(crate) fn search(
         &self,
         tenant: &str,

@@ -37,7 +37,9 @@
 //! ```
 #![deny(missing_docs)]
 
+mod audit;
 mod embedder;
+mod erase;
 mod error;
 mod lexical;
 mod rows;
@@ -46,9 +48,11 @@ mod table;
 mod vectors;
 mod wal;
 
+pub use audit::AuditEntry;
 pub use embedder::{
     DEFAULT_DIM, Embedder, FastEmbedder, HashEmbedder, ORT_LIBRARY, embed_checked, normalized,
 };
+pub use erase::EraseSelector;
 pub use error::{IndexerError, Result};
 pub use lexical::LexicalHit;
 pub use rows::{EventRow, MemoryRow, Record, VectorRow};

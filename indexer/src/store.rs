@@ -5,9 +5,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::audit::{AuditEntry, AuditLog};
+use crate::erase::{self, EraseSelector};
 use crate::error::{IndexerError, Result};
 use crate::lexical::{LexicalHit, LexicalIndex};
-use crate::rows::{MemoryRow, Record};
+use crate::rows::{EventRow, MemoryRow, Record, VectorRow};
 use crate::table::Tables;
 use crate::wal::Wal;
 
@@ -28,7 +30,8 @@ pub enum Durability {
 /// How a [`Store`] is opened.
 #[derive(Debug, Clone)]
 pub struct StoreOptions {
-    /// The data directory (tables in `tables/`, BM25 index in `lexical/`, log in `wal.log`).
+    /// The data directory (tables in `tables/`, BM25 index in `lexical/`, log in
+    /// `wal.log`, audit log in `audit.jsonl`, a pending erasure in `ERASING`).
     pub dir: PathBuf,
     /// Vector width of the `memories` table.
     pub dim: usize,
@@ -91,6 +94,7 @@ pub struct Store {
     next_seq: u64,
     flushes: usize,
     compacting: Arc<AtomicBool>,
+    audit: AuditLog,
     /// Held open for its advisory lock: one writer per data directory.
     _lock: std::fs::File,
 }
@@ -121,9 +125,7 @@ impl Store {
             .to_str()
             .ok_or_else(|| IndexerError::corrupt("data directory", "path is not UTF-8"))?;
         let tables = Tables::open(uri, options.dim).await?;
-        let mut memories = tables.load_memories().await?;
-        let mut events = tables.load_events().await?;
-        let mut vectors = tables.load_vectors().await?;
+        let (mut memories, mut events, mut vectors) = load(&tables).await?;
         let memories_upto = memories.last().map_or(0, |m| m.seq);
         let events_upto = events.last().map_or(0, |e| e.seq);
         let vectors_upto = vectors.last().map_or(0, |v| v.seq);
@@ -156,7 +158,22 @@ impl Store {
             }
         }
 
+        // An erasure a crash interrupted finishes before anything is served.
+        let unfinished_erase = erase::read_intent(&dir)?;
+        if let Some(selector) = &unfinished_erase {
+            tracing::warn!(
+                tenant = selector.tenant(),
+                "finishing an interrupted erasure"
+            );
+            tables.erase(selector).await?;
+            (memories, events, vectors) = load(&tables).await?;
+        }
+
         let lexical = Arc::new(LexicalIndex::open(&dir.join("lexical"))?);
+        if let Some(selector) = &unfinished_erase {
+            lexical.erase(selector)?;
+            erase::clear_intent(&dir)?;
+        }
         let last_memory = memories.last().map_or(0, |m| m.seq);
         if lexical.indexed_seq()? > last_memory {
             tracing::warn!(path = %lexical.path().display(), "lexical index is ahead of the tables; rebuilding it");
@@ -170,13 +187,8 @@ impl Store {
             lexical.commit()?;
         }
 
-        let mut records: Vec<Record> = memories
-            .into_iter()
-            .map(Record::Memory)
-            .chain(events.into_iter().map(Record::Event))
-            .chain(vectors.into_iter().map(Record::Vector))
-            .collect();
-        records.sort_by_key(Record::seq);
+        let records = merged(memories, events, vectors);
+        let audit = AuditLog::open(&dir)?;
         let next_seq = 1 + records.last().map_or(0, Record::seq);
         Ok((
             Store {
@@ -188,6 +200,7 @@ impl Store {
                 next_seq,
                 flushes: 0,
                 compacting: Arc::new(AtomicBool::new(false)),
+                audit,
                 _lock: lock,
             },
             Recovered { records, replayed },
@@ -266,6 +279,46 @@ impl Store {
         self.tables.compact().await
     }
 
+    /// Erases what `selector` covers from every file the store keeps (§6):
+    /// the log is flushed into the tables first, so no copy stays in it;
+    /// then the LanceDB rows are deleted, their fragments rewritten and old
+    /// table versions removed; then the BM25 documents are deleted and their
+    /// segments merged away. Returns the ids of the erased memory rows.
+    ///
+    /// Crash-safe: the selector is recorded in an intent file first and an
+    /// interrupted erasure is finished by the next [`Store::open`].
+    pub async fn erase(&mut self, selector: &EraseSelector) -> Result<Vec<String>> {
+        self.flush().await?;
+        // A background compaction commits table versions of its own; the
+        // purge must not race it.
+        while self.compacting.load(Ordering::Acquire) {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        erase::write_intent(&self.options.dir, selector)?;
+        let ids = self.tables.erase(selector).await?;
+        self.lexical.erase(selector)?;
+        erase::clear_intent(&self.options.dir)?;
+        Ok(ids)
+    }
+
+    /// Every record in the store, in sequence order (flushes the log first).
+    /// The engine rebuilds its state from this after an erasure.
+    pub async fn load_all(&mut self) -> Result<Vec<Record>> {
+        self.flush().await?;
+        let (memories, events, vectors) = load(&self.tables).await?;
+        Ok(merged(memories, events, vectors))
+    }
+
+    /// Appends entries to the audit log, fsynced.
+    pub fn audit(&mut self, entries: &[AuditEntry]) -> Result<()> {
+        self.audit.append(entries)
+    }
+
+    /// The audit log's entries about `tenant`, oldest first.
+    pub fn audit_entries(&self, tenant: &str) -> Result<Vec<AuditEntry>> {
+        self.audit.read(tenant)
+    }
+
     /// Records acknowledged but not yet in the tables.
     pub fn pending(&self) -> usize {
         self.pending.len()
@@ -280,4 +333,23 @@ impl Store {
     pub fn dir(&self) -> &Path {
         &self.options.dir
     }
+}
+
+async fn load(tables: &Tables) -> Result<(Vec<MemoryRow>, Vec<EventRow>, Vec<VectorRow>)> {
+    Ok((
+        tables.load_memories().await?,
+        tables.load_events().await?,
+        tables.load_vectors().await?,
+    ))
+}
+
+fn merged(memories: Vec<MemoryRow>, events: Vec<EventRow>, vectors: Vec<VectorRow>) -> Vec<Record> {
+    let mut records: Vec<Record> = memories
+        .into_iter()
+        .map(Record::Memory)
+        .chain(events.into_iter().map(Record::Event))
+        .chain(vectors.into_iter().map(Record::Vector))
+        .collect();
+    records.sort_by_key(Record::seq);
+    records
 }

@@ -13,10 +13,12 @@ use arrow_array::{
 };
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use futures::TryStreamExt;
-use lancedb::query::ExecutableQuery;
+use lancedb::query::{ExecutableQuery, QueryBase, Select};
 use lancedb::table::OptimizeAction;
+use lancedb::table::optimize::{CompactionOptions, Duration};
 use lancedb::{Connection, Table};
 
+use crate::erase::{EraseSelector, id_list, literal};
 use crate::error::{IndexerError, Result};
 use crate::rows::{EventRow, MemoryRow, Record, VectorRow};
 
@@ -247,17 +249,113 @@ impl Tables {
 
     /// Merges the small fragments that batched appends leave behind.
     pub(crate) async fn compact(&self) -> Result<()> {
-        for (table, name) in [
-            (&self.memories, MEMORIES),
-            (&self.events, EVENTS),
-            (&self.vectors, VECTORS),
-        ] {
+        for (table, name) in self.all() {
             table
                 .optimize(OptimizeAction::All)
                 .await
                 .map_err(IndexerError::lance(name))?;
         }
         Ok(())
+    }
+}
+
+impl Tables {
+    /// Deletes what `selector` covers from every table (memory rows, their
+    /// events and backfilled vectors), then [`Tables::purge`]s. Returns the
+    /// ids of the memory rows it covered. Idempotent.
+    pub(crate) async fn erase(&self, selector: &EraseSelector) -> Result<Vec<String>> {
+        let ids = self.ids_where(&selector.memories_filter()).await?;
+        let tenant = format!("tenant = {}", literal(selector.tenant()));
+        match selector {
+            EraseSelector::Tenant { .. } => {
+                for (table, name) in self.all() {
+                    table
+                        .delete(tenant.as_str())
+                        .await
+                        .map_err(IndexerError::lance(name))?;
+                }
+            }
+            EraseSelector::Memories { .. } | EraseSelector::Bank { .. } => {
+                self.memories
+                    .delete(selector.memories_filter().as_str())
+                    .await
+                    .map_err(IndexerError::lance(MEMORIES))?;
+                // Bounded predicates: a bank can hold many thousands of memories.
+                for chunk in ids.chunks(512) {
+                    let filter = format!("{tenant} AND {}", id_list("memory_id", chunk));
+                    for (table, name) in [(&self.events, EVENTS), (&self.vectors, VECTORS)] {
+                        table
+                            .delete(filter.as_str())
+                            .await
+                            .map_err(IndexerError::lance(name))?;
+                    }
+                }
+            }
+        }
+        self.purge().await?;
+        Ok(ids)
+    }
+
+    /// Removes deleted rows physically: rewrites every fragment that has any
+    /// deletion (LanceDB's default only rewrites past 10 % deleted), then
+    /// drops every old table version and unreferenced file. Only safe while
+    /// no other writer touches the tables, which the store's lock and mutex
+    /// guarantee.
+    pub(crate) async fn purge(&self) -> Result<()> {
+        for (table, name) in self.all() {
+            table
+                .optimize(OptimizeAction::Compact {
+                    options: CompactionOptions {
+                        materialize_deletions: true,
+                        materialize_deletions_threshold: 0.0,
+                        ..CompactionOptions::default()
+                    },
+                    remap_options: None,
+                })
+                .await
+                .map_err(IndexerError::lance(name))?;
+            table
+                .optimize(OptimizeAction::Prune {
+                    older_than: Some(Duration::zero()),
+                    delete_unverified: Some(true),
+                    error_if_tagged_old_versions: Some(false),
+                })
+                .await
+                .map_err(IndexerError::lance(name))?;
+        }
+        Ok(())
+    }
+
+    fn all(&self) -> [(&Table, &'static str); 3] {
+        [
+            (&self.memories, MEMORIES),
+            (&self.events, EVENTS),
+            (&self.vectors, VECTORS),
+        ]
+    }
+
+    async fn ids_where(&self, filter: &str) -> Result<Vec<String>> {
+        let batches: Vec<RecordBatch> = self
+            .memories
+            .query()
+            .only_if(filter)
+            .select(Select::columns(&["id"]))
+            .execute()
+            .await
+            .map_err(IndexerError::lance(MEMORIES))?
+            .try_collect()
+            .await
+            .map_err(IndexerError::lance(MEMORIES))?;
+        let mut ids = Vec::new();
+        for batch in &batches {
+            let c = Columns {
+                batch,
+                table: MEMORIES,
+            };
+            let column = c.text("id")?;
+            ids.extend((0..batch.num_rows()).map(|i| column.value(i).to_string()));
+        }
+        Ok(ids)
     }
 }
 

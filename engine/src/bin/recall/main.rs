@@ -8,7 +8,9 @@ use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
-use recall::{Config, Engine, Kind, Memory, NewMemory, RecallResult, Remembered, Source};
+use recall::{
+    Config, Engine, EraseScope, Kind, Memory, NewMemory, RecallResult, Remembered, Source,
+};
 use uuid::Uuid;
 
 #[derive(Parser)]
@@ -70,6 +72,37 @@ enum Command {
         #[arg(long)]
         include_quarantined: bool,
         query: String,
+    },
+    /// Erase memories physically (right to erasure): one, a bank, or the whole tenant.
+    Erase {
+        #[arg(long)]
+        tenant: String,
+        /// One memory.
+        #[arg(long, conflicts_with_all = ["bank", "everything"])]
+        id: Option<Uuid>,
+        /// Every memory of this bank.
+        #[arg(long, conflicts_with = "everything")]
+        bank: Option<String>,
+        /// Everything the tenant stored.
+        #[arg(long)]
+        everything: bool,
+        /// Who asks (recorded in the audit log). Default: $USER.
+        #[arg(long)]
+        actor: Option<String>,
+    },
+    /// Let a quarantined memory be served, after reviewing it.
+    Release {
+        #[arg(long)]
+        tenant: String,
+        id: Uuid,
+        /// Who reviewed it (recorded in the audit log). Default: $USER.
+        #[arg(long)]
+        actor: Option<String>,
+    },
+    /// Show the tenant's audit log (ids and content hashes, never content).
+    Audit {
+        #[arg(long)]
+        tenant: String,
     },
     /// Bulk import a JSONL file (one memory per line: bank, kind, content, and optional fields).
     Import {
@@ -275,8 +308,21 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 print_json(&outcome)?;
             } else {
                 match outcome {
-                    Remembered::Stored { id, similar_to } => {
+                    Remembered::Stored {
+                        id,
+                        similar_to,
+                        redactions,
+                        quarantined,
+                    } => {
                         println!("stored {id}");
+                        for (kind, n) in &redactions {
+                            println!("  redacted {n} × [{kind}]");
+                        }
+                        if let Some(rule) = quarantined {
+                            println!(
+                                "  quarantined (rule {rule}): not served until `recall release`"
+                            );
+                        }
                         for s in similar_to {
                             println!(
                                 "  similar to {} (cosine {:.3}){}",
@@ -316,6 +362,53 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             }
         }
         Command::Import { tenant, file } => import(&engine, &tenant, &file, cli.json).await?,
+        Command::Erase {
+            tenant,
+            id,
+            bank,
+            everything,
+            actor,
+        } => {
+            let scope = match (id, bank, everything) {
+                (Some(id), None, false) => EraseScope::Memory(id),
+                (None, Some(bank), false) => EraseScope::Bank(bank),
+                (None, None, true) => EraseScope::Tenant,
+                _ => bail!("say what to erase: --id ID, --bank BANK or --everything"),
+            };
+            let erased = engine.erase(&tenant, scope, &actor_or_user(actor)).await?;
+            if cli.json {
+                print_json(&erased)?;
+            } else {
+                println!("erased {} memories of tenant {}", erased.ids.len(), tenant);
+            }
+        }
+        Command::Release { tenant, id, actor } => show(
+            cli.json,
+            &engine.release(&tenant, id, &actor_or_user(actor)).await?,
+        )?,
+        Command::Audit { tenant } => {
+            let entries = engine.audit(&tenant).await?;
+            if cli.json {
+                print_json(&entries)?;
+            } else {
+                for e in &entries {
+                    println!(
+                        "{} {:<9} {}{}{}",
+                        recall_time(e.at_ms),
+                        e.op,
+                        e.ids.join(","),
+                        e.actor
+                            .as_deref()
+                            .map(|a| format!(" by {a}"))
+                            .unwrap_or_default(),
+                        e.detail
+                            .as_deref()
+                            .map(|d| format!(" ({d})"))
+                            .unwrap_or_default(),
+                    );
+                }
+            }
+        }
         Command::Confirm { tenant, id } => show(cli.json, &engine.confirm(&tenant, id).await?)?,
         Command::Forget { tenant, id } => show(cli.json, &engine.forget(&tenant, id).await?)?,
         Command::Get { tenant, id } => show(cli.json, &engine.get(&tenant, id).await?)?,
@@ -479,6 +572,18 @@ fn parse_time(text: &str) -> anyhow::Result<chrono::DateTime<chrono::Utc>> {
         .to_utc())
 }
 
+fn actor_or_user(actor: Option<String>) -> String {
+    actor
+        .or_else(|| std::env::var("USER").ok())
+        .unwrap_or_else(|| "cli".to_string())
+}
+
+fn recall_time(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms)
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+        .unwrap_or_else(|| ms.to_string())
+}
+
 fn show(json: bool, m: &Memory) -> anyhow::Result<()> {
     if json {
         print_json(m)
@@ -496,20 +601,11 @@ async fn import(engine: &Engine, tenant: &str, file: &PathBuf, json: bool) -> an
     let mut lines = Vec::new();
     for (n, line) in reader.lines().enumerate() {
         let line = line.with_context(|| format!("reading {}", file.display()))?;
-        if line.trim().is_empty() {
+        let Some(memory) =
+            recall::parse_import_line(tenant, &line).with_context(|| format!("line {}", n + 1))?
+        else {
             continue;
-        }
-        let mut value: serde_json::Value =
-            serde_json::from_str(&line).with_context(|| format!("line {}: not JSON", n + 1))?;
-        let Some(object) = value.as_object_mut() else {
-            bail!("line {}: expected a JSON object", n + 1);
         };
-        object.insert(
-            "tenant".into(),
-            serde_json::Value::String(tenant.to_string()),
-        );
-        let memory: NewMemory = serde_json::from_value(value)
-            .with_context(|| format!("line {}: not a memory", n + 1))?;
         lines.push(memory);
     }
     let bar = indicatif::ProgressBar::new(lines.len() as u64);

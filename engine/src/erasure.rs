@@ -1,0 +1,140 @@
+//! Right-to-erasure (§6 `erase`): physical removal, unlike `forget`.
+
+use recall_indexer::{AuditEntry, EraseSelector};
+use serde::Serialize;
+use uuid::Uuid;
+
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::state::{State, op, to_ms};
+use crate::validate;
+
+/// What [`Engine::erase`] removes, always within one tenant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EraseScope {
+    /// One memory.
+    Memory(Uuid),
+    /// Every memory of a bank (e.g. a person's `user:<id>`).
+    Bank(String),
+    /// Everything the tenant stored.
+    Tenant,
+}
+
+/// The outcome of an erasure.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Erased {
+    /// The tenant.
+    pub tenant: String,
+    /// The memories whose text and vectors were removed.
+    pub ids: Vec<Uuid>,
+}
+
+impl Engine {
+    /// Removes memories physically (§6): their rows, events and vectors
+    /// from the LanceDB tables (fragments rewritten, old versions pruned),
+    /// their documents from the BM25 index (segments merged, old files
+    /// collected), and every copy in the write-ahead log. Afterwards no byte
+    /// of their text or vector remains in any file under the data directory;
+    /// `get`, `history`, `list` and `recall` know nothing of them. The audit
+    /// log records the erasure (ids, time, actor — no content) before it
+    /// starts; an erasure a crash interrupts is finished at the next open.
+    ///
+    /// Costly by design (it rewrites table files and reloads the state):
+    /// meant for right-to-erasure requests, not for routine deletion — use
+    /// [`Engine::forget`] for that.
+    ///
+    /// ```
+    /// use recall::{Config, Engine, EraseScope, Kind, ModelSource, NewMemory};
+    /// # tokio::runtime::Runtime::new()?.block_on(async {
+    /// let dir = tempfile::tempdir()?;
+    /// let engine = Engine::open(Config::new(dir.path()).model(ModelSource::None)).await?;
+    /// let id = engine
+    ///     .remember(NewMemory::new("acme", "user:bob", Kind::Preference, "Bob likes dark mode"))
+    ///     .await?
+    ///     .id();
+    /// let erased = engine.erase("acme", EraseScope::Bank("user:bob".into()), "dpo@acme").await?;
+    /// assert_eq!(erased.ids, vec![id]);
+    /// assert!(engine.get("acme", id).await.is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub async fn erase(&self, tenant: &str, scope: EraseScope, actor: &str) -> Result<Erased> {
+        validate::scope_name("tenant", tenant)?;
+        let (selector, ids, detail) = {
+            let state = self.read_state()?;
+            let t = state.tenant(tenant);
+            match &scope {
+                EraseScope::Memory(id) => {
+                    if t.and_then(|t| t.get(id)).is_none() {
+                        return Err(Error::NotFound(id.to_string()));
+                    }
+                    let selector = EraseSelector::Memories {
+                        tenant: tenant.to_string(),
+                        ids: vec![id.to_string()],
+                    };
+                    (selector, vec![*id], "memory".to_string())
+                }
+                EraseScope::Bank(bank) => {
+                    validate::scope_name("bank", bank)?;
+                    let ids = t
+                        .map(|t| {
+                            t.memories
+                                .iter()
+                                .filter(|m| &m.row.bank == bank)
+                                .map(|m| m.id)
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    let selector = EraseSelector::Bank {
+                        tenant: tenant.to_string(),
+                        bank: bank.clone(),
+                    };
+                    (selector, ids, format!("bank {bank}"))
+                }
+                EraseScope::Tenant => {
+                    let ids = t
+                        .map(|t| t.memories.iter().map(|m| m.id).collect())
+                        .unwrap_or_default();
+                    let selector = EraseSelector::Tenant {
+                        tenant: tenant.to_string(),
+                    };
+                    (selector, ids, "tenant".to_string())
+                }
+            }
+        };
+        let now_ms = to_ms(self.config().clock.now());
+        let mut entry = AuditEntry::new(now_ms, tenant, "erase")
+            .actor(Some(actor.to_string()))
+            .detail(Some(detail));
+        entry.ids = ids.iter().map(Uuid::to_string).collect();
+
+        let mut store = self.inner.store.lock().await;
+        store.audit(&[entry])?;
+        let erased = store.erase(&selector).await?;
+        tracing::info!(tenant, memories = erased.len(), "erasure done");
+        let mut state = State::new(self.inner.dim);
+        for record in store.load_all().await? {
+            state.apply(record);
+        }
+        *self.write_state()? = state;
+        // Keeps sequence numbers rising past the erased rows after a reopen.
+        let marker = recall_indexer::EventRow {
+            seq: 0,
+            tenant: tenant.to_string(),
+            memory_id: String::new(),
+            op: op::ERASED.to_string(),
+            at_ms: now_ms,
+            arg: Some(erased.len().to_string()),
+        };
+        self.persist(&mut store, vec![recall_indexer::Record::Event(marker)])
+            .await?;
+        Ok(Erased {
+            tenant: tenant.to_string(),
+            ids: erased
+                .iter()
+                .filter_map(|id| Uuid::parse_str(id).ok())
+                .collect(),
+        })
+    }
+}

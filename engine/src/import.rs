@@ -1,0 +1,36 @@
+//! The JSONL import format: one memory per line, as the JSON of
+//! [`NewMemory`] without `tenant` (the importer names the tenant, so a file
+//! cannot write into another tenant).
+
+use crate::error::{Error, Result};
+use crate::memory::NewMemory;
+
+/// Parses one line of an import file for `tenant`. Blank lines are `None`;
+/// anything that is not a memory object is a typed error. A `tenant` key in
+/// the line is overridden, never trusted.
+///
+/// ```
+/// let m = recall::parse_import_line("acme", r#"{"bank":"org","kind":"note","content":"deploys at noon","tenant":"other"}"#)?
+///     .expect("a memory");
+/// assert_eq!(m.tenant, "acme");
+/// assert!(recall::parse_import_line("acme", "   ")?.is_none());
+/// assert!(recall::parse_import_line("acme", "[1, 2]").is_err());
+/// # Ok::<(), recall::Error>(())
+/// ```
+pub fn parse_import_line(tenant: &str, line: &str) -> Result<Option<NewMemory>> {
+    if line.trim().is_empty() {
+        return Ok(None);
+    }
+    let mut value: serde_json::Value = serde_json::from_str(line)
+        .map_err(|e| Error::invalid("import line", format!("not JSON: {e}")))?;
+    let Some(object) = value.as_object_mut() else {
+        return Err(Error::invalid("import line", "expected a JSON object"));
+    };
+    object.insert(
+        "tenant".into(),
+        serde_json::Value::String(tenant.to_string()),
+    );
+    serde_json::from_value(value)
+        .map(Some)
+        .map_err(|e| Error::invalid("import line", format!("not a memory: {e}")))
+}

@@ -1,0 +1,150 @@
+//! The audit log: an append-only, fsynced JSON-lines file of what happened to
+//! which memory, by whom — ids and content hashes, never content. It is the
+//! one file an erasure does not rewrite: it holds no text to erase, and it is
+//! the record that the erasure happened.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{IndexerError, Result};
+
+/// File name of the audit log inside the data directory.
+pub(crate) const AUDIT_FILE: &str = "audit.jsonl";
+
+/// One line of the audit log.
+///
+/// ```
+/// use recall_indexer::AuditEntry;
+/// let entry = AuditEntry::new(1_700_000_000_000, "acme", "forget").id("0190f0c4-0000-7000-8000-000000000000");
+/// assert_eq!(entry.ids.len(), 1);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditEntry {
+    /// When (ms since the Unix epoch).
+    pub at_ms: i64,
+    /// The tenant it concerns.
+    pub tenant: String,
+    /// What happened: `remember`, `supersede`, `forget`, `erase`, `release` …
+    pub op: String,
+    /// Who asked for it, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actor: Option<String>,
+    /// The memories it concerns.
+    #[serde(default)]
+    pub ids: Vec<String>,
+    /// SHA-256 of the stored content (hex), for writes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_sha256: Option<String>,
+    /// Non-content detail: redaction counts, the screening rule, a bank name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+impl AuditEntry {
+    /// An entry with no ids, actor, hash or detail yet.
+    pub fn new(at_ms: i64, tenant: impl Into<String>, op: impl Into<String>) -> AuditEntry {
+        AuditEntry {
+            at_ms,
+            tenant: tenant.into(),
+            op: op.into(),
+            actor: None,
+            ids: Vec::new(),
+            content_sha256: None,
+            detail: None,
+        }
+    }
+
+    /// Adds a memory id.
+    pub fn id(mut self, id: impl Into<String>) -> AuditEntry {
+        self.ids.push(id.into());
+        self
+    }
+
+    /// Sets who asked.
+    pub fn actor(mut self, actor: Option<String>) -> AuditEntry {
+        self.actor = actor;
+        self
+    }
+
+    /// Sets the content hash.
+    pub fn content_sha256(mut self, hash: String) -> AuditEntry {
+        self.content_sha256 = Some(hash);
+        self
+    }
+
+    /// Sets the detail.
+    pub fn detail(mut self, detail: Option<String>) -> AuditEntry {
+        self.detail = detail;
+        self
+    }
+}
+
+/// The open audit log.
+#[derive(Debug)]
+pub(crate) struct AuditLog {
+    path: PathBuf,
+    file: File,
+}
+
+impl AuditLog {
+    /// Opens (creating) the log and cuts a torn last line (a write that was
+    /// never acknowledged).
+    pub(crate) fn open(dir: &Path) -> Result<AuditLog> {
+        let path = dir.join(AUDIT_FILE);
+        let io = || IndexerError::io(&path);
+        let mut file = OpenOptions::new()
+            .create(true)
+            .read(true)
+            .append(true)
+            .open(&path)
+            .map_err(io())?;
+        let mut raw = Vec::new();
+        file.read_to_end(&mut raw).map_err(io())?;
+        let whole = raw.iter().rposition(|b| *b == b'\n').map_or(0, |p| p + 1);
+        if whole < raw.len() {
+            tracing::warn!(path = %path.display(), "audit log had a torn last line; cutting it off");
+            file.set_len(whole as u64).map_err(io())?;
+            file.sync_data().map_err(io())?;
+        }
+        Ok(AuditLog { path, file })
+    }
+
+    /// Appends entries as one write and fsyncs it.
+    pub(crate) fn append(&mut self, entries: &[AuditEntry]) -> Result<()> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let mut buf = Vec::new();
+        for entry in entries {
+            serde_json::to_writer(&mut buf, entry)
+                .map_err(|e| IndexerError::corrupt("audit entry", e.to_string()))?;
+            buf.push(b'\n');
+        }
+        let io = IndexerError::io(&self.path);
+        self.file
+            .write_all(&buf)
+            .and_then(|()| self.file.sync_data())
+            .map_err(io)
+    }
+
+    /// Every entry about `tenant`, oldest first. A line that does not parse
+    /// is reported as corruption rather than skipped.
+    pub(crate) fn read(&self, tenant: &str) -> Result<Vec<AuditEntry>> {
+        let raw = std::fs::read(&self.path).map_err(IndexerError::io(&self.path))?;
+        let mut out = Vec::new();
+        for (n, line) in raw.split(|b| *b == b'\n').enumerate() {
+            if line.is_empty() {
+                continue;
+            }
+            let entry: AuditEntry = serde_json::from_slice(line)
+                .map_err(|e| IndexerError::corrupt("audit log", format!("line {}: {e}", n + 1)))?;
+            if entry.tenant == tenant {
+                out.push(entry);
+            }
+        }
+        Ok(out)
+    }
+}
