@@ -15,6 +15,12 @@ use uuid::Uuid;
 
 #[path = "engine/lifecycle.rs"]
 mod lifecycle;
+#[path = "engine/properties.rs"]
+mod properties;
+#[path = "engine/safety.rs"]
+mod safety;
+#[path = "engine/stress.rs"]
+mod stress;
 
 fn model() -> ModelSource {
     static MODEL: OnceLock<Arc<FastEmbedder>> = OnceLock::new();
@@ -412,9 +418,9 @@ async fn crash_writer_child() {
 }
 
 /// Runs the ignored helper test `child` in a child process with `dir` in
-/// `RECALL_CRASH_DIR`, collects the ids it prints as `ACK <id>` once each
+/// `RECALL_CRASH_DIR`, collects what it prints as `ACK <what>` once each
 /// operation was acknowledged, and SIGKILLs it after `n` of them.
-fn run_and_kill(child: &str, dir: &std::path::Path, n: usize) -> Vec<Uuid> {
+fn run_and_kill_lines(child: &str, dir: &std::path::Path, n: usize) -> Vec<String> {
     let mut process = Command::new(std::env::current_exe().unwrap())
         .args([
             "--ignored",
@@ -430,8 +436,8 @@ fn run_and_kill(child: &str, dir: &std::path::Path, n: usize) -> Vec<Uuid> {
         .unwrap();
     let mut acked = Vec::new();
     for line in BufReader::new(process.stdout.take().unwrap()).lines() {
-        if let Some(id) = line.unwrap().strip_prefix("ACK ") {
-            acked.push(Uuid::parse_str(id.trim()).unwrap());
+        if let Some(what) = line.unwrap().strip_prefix("ACK ") {
+            acked.push(what.trim().to_string());
             if acked.len() == n {
                 process.kill().unwrap(); // SIGKILL on Unix
                 break;
@@ -445,6 +451,14 @@ fn run_and_kill(child: &str, dir: &std::path::Path, n: usize) -> Vec<Uuid> {
         "the child died before {n} acknowledged operations"
     );
     acked
+}
+
+/// [`run_and_kill_lines`] for children that acknowledge with `ACK <id>`.
+fn run_and_kill(child: &str, dir: &std::path::Path, n: usize) -> Vec<Uuid> {
+    run_and_kill_lines(child, dir, n)
+        .iter()
+        .map(|id| Uuid::parse_str(id).unwrap())
+        .collect()
 }
 
 #[tokio::test]

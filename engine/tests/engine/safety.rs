@@ -1,0 +1,599 @@
+//! Trust and safety (§6 erase, §7): redaction on disk, injection quarantine,
+//! physical erasure, the audit log, read policies, damaged tables.
+
+use std::path::{Path, PathBuf};
+
+use recall::{Config, Engine, EraseScope, Error, Kind, NewMemory, ReadPolicy, Remembered, Trust};
+use uuid::Uuid;
+
+use super::{model, open};
+
+const SECRETS: &str = include_str!("../fixtures/secrets.jsonl");
+const CLEAN: &str = include_str!("../fixtures/clean.txt");
+const INJECTIONS: &str = include_str!("../fixtures/injections.txt");
+const ORDINARY: &str = include_str!("../fixtures/ordinary.txt");
+
+fn lines(corpus: &str) -> Vec<&str> {
+    corpus
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+/// Every file under `dir` with its bytes.
+fn files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let bytes = std::fs::read(&path).unwrap();
+                out.push((path, bytes));
+            }
+        }
+    }
+    out
+}
+
+/// The files under `dir` whose bytes contain `needle`.
+fn holders(snapshot: &[(PathBuf, Vec<u8>)], needle: &[u8]) -> Vec<PathBuf> {
+    snapshot
+        .iter()
+        .filter(|(_, bytes)| bytes.windows(needle.len()).any(|w| w == needle))
+        .map(|(p, _)| p.clone())
+        .collect()
+}
+
+fn vector_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().take(16).flat_map(|x| x.to_le_bytes()).collect()
+}
+
+#[tokio::test]
+async fn secrets_are_redacted_before_they_reach_any_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = open(dir.path()).await;
+    let mut secrets = Vec::new();
+    for (i, line) in lines(SECRETS).into_iter().enumerate() {
+        let case: serde_json::Value = serde_json::from_str(line).unwrap();
+        let text = case["text"].as_str().unwrap();
+        let kind = case["kind"].as_str().unwrap();
+        // One bank per sentence: redacted sentences may be near copies.
+        let outcome = engine
+            .remember(NewMemory::new(
+                "acme",
+                format!("bank:{i}"),
+                Kind::Note,
+                text,
+            ))
+            .await
+            .unwrap();
+        let Remembered::Stored { id, redactions, .. } = outcome else {
+            panic!("line {i} deduplicated across banks");
+        };
+        assert!(
+            redactions.get(kind).copied().unwrap_or(0) >= 1,
+            "line {i}: expected a {kind} redaction, got {redactions:?}"
+        );
+        let stored = engine.get("acme", id).await.unwrap();
+        assert_eq!(
+            stored.redactions, redactions,
+            "the memory records the counts"
+        );
+        for s in case["secrets"].as_array().unwrap() {
+            let s = s.as_str().unwrap();
+            assert!(!stored.content.contains(s), "line {i}: {s} was stored");
+            secrets.push(s.to_string());
+        }
+    }
+    assert!(
+        secrets.len() >= 50,
+        "the corpus must hold at least 50 secrets"
+    );
+
+    let clean = lines(CLEAN);
+    assert!(clean.len() >= 50);
+    for (i, text) in clean.iter().enumerate() {
+        let outcome = engine
+            .remember(NewMemory::new(
+                "acme",
+                format!("clean:{i}"),
+                Kind::Note,
+                *text,
+            ))
+            .await
+            .unwrap();
+        let Remembered::Stored { id, redactions, .. } = outcome else {
+            panic!("clean line {i} deduplicated across banks");
+        };
+        assert!(
+            redactions.is_empty(),
+            "false redaction in {text:?}: {redactions:?}"
+        );
+        assert_eq!(engine.get("acme", id).await.unwrap().content, *text);
+    }
+
+    // In the write-ahead log, then in the tables and the BM25 index.
+    for stage in ["log", "tables"] {
+        if stage == "tables" {
+            engine.flush().await.unwrap();
+        }
+        let snapshot = files(dir.path());
+        for s in &secrets {
+            let found = holders(&snapshot, s.as_bytes());
+            assert!(found.is_empty(), "{stage}: {s:?} found in {found:?}");
+        }
+        if stage == "tables" {
+            // The scan can see stored text at all: every clean line is on disk.
+            for text in &clean {
+                assert!(
+                    !holders(&snapshot, text.as_bytes()).is_empty(),
+                    "control: {text:?} not found on disk"
+                );
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn injections_are_quarantined_not_served_and_released_after_review() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = open(dir.path()).await;
+    let injections = lines(INJECTIONS);
+    let ordinary = lines(ORDINARY);
+    assert!(injections.len() >= 30 && ordinary.len() >= 100);
+
+    let mut quarantined = Vec::new();
+    for (i, text) in injections.iter().enumerate() {
+        let outcome = engine
+            .remember(
+                NewMemory::new("acme", format!("web:{i}"), Kind::Note, *text)
+                    .trust(Trust::External),
+            )
+            .await
+            .unwrap();
+        if let Remembered::Stored {
+            id,
+            quarantined: Some(_),
+            ..
+        } = outcome
+        {
+            quarantined.push((i, id));
+        }
+    }
+    let caught = quarantined.len() as f64 / injections.len() as f64;
+    println!(
+        "injections quarantined: {}/{} ({:.1}%)",
+        quarantined.len(),
+        injections.len(),
+        caught * 100.0
+    );
+    assert!(caught >= 0.95, "only {:.1}% quarantined", caught * 100.0);
+
+    let mut false_alarms = 0;
+    for (i, text) in ordinary.iter().take(100).enumerate() {
+        let outcome = engine
+            .remember(NewMemory::new(
+                "acme",
+                format!("notes:{i}"),
+                Kind::Note,
+                *text,
+            ))
+            .await
+            .unwrap();
+        if matches!(
+            outcome,
+            Remembered::Stored {
+                quarantined: Some(_),
+                ..
+            }
+        ) {
+            false_alarms += 1;
+        }
+    }
+    println!("ordinary memories quarantined: {false_alarms}/100");
+    assert!(false_alarms <= 5);
+
+    // Not served, even to the exact text; served only when review asks.
+    let (i, id) = quarantined[0];
+    let bank = format!("web:{i}");
+    let query = injections[i];
+    let plain = engine
+        .recall("acme", query)
+        .read([bank.clone()])
+        .execute()
+        .await
+        .unwrap();
+    assert!(plain.hits.iter().all(|h| h.memory.id != id));
+    let review = engine
+        .recall("acme", query)
+        .read([bank.clone()])
+        .include_quarantined(true)
+        .execute()
+        .await
+        .unwrap();
+    assert_eq!(review.hits[0].memory.id, id);
+    assert_eq!(review.hits[0].memory.trust, Trust::Quarantined);
+    assert!(review.hits[0].memory.quarantine_rule.is_some());
+    // A briefing never carries it.
+    let briefing = engine.briefing(&review.hits, 10_000);
+    assert!(!briefing.contains(&review.hits[0].memory.content));
+    let queue = engine.review_queue("acme").await.unwrap();
+    assert_eq!(queue.quarantined.len(), quarantined.len());
+
+    // Released by a person: back to the trust it was written with, served.
+    let released = engine.release("acme", id, "reviewer@acme").await.unwrap();
+    assert_eq!(released.trust, Trust::External);
+    assert!(matches!(
+        engine.release("acme", id, "reviewer@acme").await,
+        Err(Error::Conflict { .. })
+    ));
+    let plain = engine
+        .recall("acme", query)
+        .read([bank])
+        .execute()
+        .await
+        .unwrap();
+    assert_eq!(plain.hits[0].memory.id, id);
+    let audit = engine.audit("acme").await.unwrap();
+    let release = audit.iter().find(|e| e.op == "release").unwrap();
+    assert_eq!(release.ids, vec![id.to_string()]);
+    assert_eq!(release.actor.as_deref(), Some("reviewer@acme"));
+
+    // The release survives a reopen.
+    drop(engine);
+    let engine = open(dir.path()).await;
+    assert_eq!(engine.get("acme", id).await.unwrap().trust, Trust::External);
+    assert_eq!(
+        engine.review_queue("acme").await.unwrap().quarantined.len(),
+        quarantined.len() - 1
+    );
+}
+
+struct Planted {
+    id: Uuid,
+    text: String,
+}
+
+async fn plant(engine: &Engine, tenant: &str, bank: &str, text: &str) -> Planted {
+    let id = engine
+        .remember(NewMemory::new(tenant, bank, Kind::Fact, text))
+        .await
+        .unwrap()
+        .id();
+    Planted {
+        id,
+        text: text.to_string(),
+    }
+}
+
+async fn assert_gone(engine: &Engine, dir: &Path, tenant: &str, gone: &[&Planted]) {
+    let snapshot = files(dir);
+    for p in gone {
+        let found = holders(&snapshot, p.text.as_bytes());
+        assert!(found.is_empty(), "{:?} still in {found:?}", p.text);
+        assert!(matches!(
+            engine.get(tenant, p.id).await,
+            Err(Error::NotFound(_))
+        ));
+        assert!(engine.history(tenant, p.id).await.is_err());
+        assert!(
+            engine
+                .list(tenant, None)
+                .await
+                .unwrap()
+                .iter()
+                .all(|m| m.id != p.id && m.content != p.text)
+        );
+        let result = engine
+            .recall(tenant, &p.text)
+            .read(["user:ann", "user:bob", "org"])
+            .execute()
+            .await
+            .unwrap();
+        assert!(result.hits.iter().all(|h| h.memory.id != p.id));
+    }
+}
+
+fn assert_kept(dir: &Path, kept: &[&Planted]) {
+    let snapshot = files(dir);
+    for p in kept {
+        assert!(
+            !holders(&snapshot, p.text.as_bytes()).is_empty(),
+            "{:?} should still be on disk",
+            p.text
+        );
+    }
+}
+
+#[tokio::test]
+async fn erase_removes_every_byte_of_a_memory_a_bank_and_a_tenant() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = open(dir.path()).await;
+    let ann1 = plant(
+        &engine,
+        "acme",
+        "user:ann",
+        "Ann keeps her spare house key under the blue heron statue",
+    )
+    .await;
+    let ann2 = plant(
+        &engine,
+        "acme",
+        "user:ann",
+        "Ann is allergic to hazelnuts and carries an epipen in her backpack",
+    )
+    .await;
+    let ann3 = plant(
+        &engine,
+        "acme",
+        "user:ann",
+        "Ann's childhood nickname was Sparrowhawk Junebug",
+    )
+    .await;
+    let bob1 = plant(
+        &engine,
+        "acme",
+        "user:bob",
+        "Bob volunteers at the Riverside animal shelter on Thursdays",
+    )
+    .await;
+    let org1 = plant(
+        &engine,
+        "acme",
+        "org",
+        "The quarterly offsite is booked at the Larchmont lodge",
+    )
+    .await;
+    let other = plant(
+        &engine,
+        "globex",
+        "user:ann",
+        "Globex Ann collects vintage typewriters from Olivetti",
+    )
+    .await;
+    // Events about the memories: a confirmation, a supersession, a forget.
+    engine.confirm("acme", ann2.id).await.unwrap();
+    let ann2b = engine
+        .remember(
+            NewMemory::new(
+                "acme",
+                "user:ann",
+                Kind::Fact,
+                "Ann is allergic to hazelnuts and almonds since 2025",
+            )
+            .supersedes(ann2.id.to_string()),
+        )
+        .await
+        .unwrap()
+        .id();
+    let ann2b = Planted {
+        id: ann2b,
+        text: "Ann is allergic to hazelnuts and almonds since 2025".into(),
+    };
+    engine.forget("acme", ann3.id).await.unwrap();
+    engine.flush().await.unwrap();
+    // Only in the write-ahead log when the erasure starts.
+    let ann4 = plant(
+        &engine,
+        "acme",
+        "user:ann",
+        "Ann's gym locker combination phrase is purple otter",
+    )
+    .await;
+    assert_kept(dir.path(), &[&ann1, &ann2, &ann3, &bob1, &org1, &other]);
+
+    // One memory: its text and its vector.
+    let embedder = engine.embedder().unwrap().clone();
+    let ann1_vector = vector_bytes(
+        &recall_indexer::embed_checked(embedder.as_ref(), &[ann1.text.as_str()]).unwrap()[0],
+    );
+    assert!(
+        !holders(&files(dir.path()), &ann1_vector).is_empty(),
+        "control: the vector is on disk"
+    );
+    let erased = engine
+        .erase("acme", EraseScope::Memory(ann1.id), "dpo@acme")
+        .await
+        .unwrap();
+    assert_eq!(erased.ids, vec![ann1.id]);
+    assert_gone(&engine, dir.path(), "acme", &[&ann1]).await;
+    assert!(
+        holders(&files(dir.path()), &ann1_vector).is_empty(),
+        "the vector is gone"
+    );
+    assert_kept(dir.path(), &[&ann2, &ann3, &ann4, &bob1, &org1, &other]);
+
+    // One bank, including a superseded, a forgotten and an unflushed memory.
+    let erased = engine
+        .erase("acme", EraseScope::Bank("user:ann".into()), "dpo@acme")
+        .await
+        .unwrap();
+    assert_eq!(erased.ids.len(), 4);
+    assert_gone(&engine, dir.path(), "acme", &[&ann2, &ann2b, &ann3, &ann4]).await;
+    assert_kept(dir.path(), &[&bob1, &org1, &other]);
+
+    // The whole tenant; the other tenant's memory with the same bank name stays.
+    engine
+        .erase("acme", EraseScope::Tenant, "dpo@acme")
+        .await
+        .unwrap();
+    assert_gone(&engine, dir.path(), "acme", &[&bob1, &org1]).await;
+    assert_kept(dir.path(), &[&other]);
+    assert!(engine.list("acme", None).await.unwrap().is_empty());
+
+    // The audit log names every erasure, and holds no erased text.
+    let audit = engine.audit("acme").await.unwrap();
+    let erasures: Vec<_> = audit.iter().filter(|e| e.op == "erase").collect();
+    assert_eq!(erasures.len(), 3);
+    assert!(
+        erasures
+            .iter()
+            .all(|e| e.actor.as_deref() == Some("dpo@acme"))
+    );
+    assert_eq!(erasures[0].ids, vec![ann1.id.to_string()]);
+    assert!(audit.iter().any(|e| e.op == "remember"
+        && e.ids == vec![bob1.id.to_string()]
+        && e.content_sha256.as_deref().is_some_and(|h| h.len() == 64)));
+    assert!(audit.iter().any(|e| e.op == "forget"));
+    assert!(audit.iter().any(|e| e.op == "supersede"));
+
+    // After a reopen nothing comes back, and the store still works.
+    drop(engine);
+    let engine = open(dir.path()).await;
+    assert_gone(
+        &engine,
+        dir.path(),
+        "acme",
+        &[&ann1, &ann2, &ann3, &ann4, &bob1, &org1],
+    )
+    .await;
+    let again = plant(
+        &engine,
+        "acme",
+        "org",
+        "The new offsite venue is the Whistler pavilion",
+    )
+    .await;
+    let result = engine
+        .recall("acme", "offsite venue pavilion")
+        .read(["org"])
+        .execute()
+        .await
+        .unwrap();
+    assert_eq!(result.hits[0].memory.id, again.id);
+    let kept = engine
+        .recall("globex", &other.text)
+        .read(["user:ann"])
+        .execute()
+        .await
+        .unwrap();
+    assert_eq!(kept.hits[0].memory.id, other.id);
+    assert!(matches!(
+        engine
+            .erase("acme", EraseScope::Memory(ann1.id), "dpo@acme")
+            .await,
+        Err(Error::NotFound(_))
+    ));
+}
+
+#[tokio::test]
+async fn an_interrupted_erasure_finishes_at_the_next_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = open(dir.path()).await;
+    let gone = plant(
+        &engine,
+        "acme",
+        "user:eve",
+        "Eve's passport renewal appointment is at the Lisbon consulate",
+    )
+    .await;
+    let kept = plant(&engine, "acme", "org", "Standup moves to 9:45 on Mondays").await;
+    engine.flush().await.unwrap();
+    drop(engine);
+    // What the store writes before it starts deleting; the process then dies.
+    let selector = serde_json::json!({"Bank": {"tenant": "acme", "bank": "user:eve"}});
+    std::fs::write(dir.path().join("ERASING"), selector.to_string()).unwrap();
+
+    let engine = open(dir.path()).await;
+    assert!(!dir.path().join("ERASING").exists());
+    assert_gone(&engine, dir.path(), "acme", &[&gone]).await;
+    assert_kept(dir.path(), &[&kept]);
+}
+
+#[tokio::test]
+async fn read_policies_are_one_directional_and_sessions_are_private() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = open(dir.path()).await;
+    let text = "Deployments freeze during the last week of December";
+    let mine = plant(
+        &engine,
+        "acme",
+        "user:alice",
+        &format!("{text} (alice's note)"),
+    )
+    .await;
+    let shared = plant(&engine, "acme", "org", text).await;
+    let session = plant(
+        &engine,
+        "acme",
+        "session:s1",
+        &format!("{text}, said in session s1"),
+    )
+    .await;
+
+    let ids = |r: &recall::RecallResult| r.hits.iter().map(|h| h.memory.id).collect::<Vec<_>>();
+    let personal = engine
+        .recall("acme", "deployment freeze December")
+        .policy(&ReadPolicy::personal("alice"))
+        .execute()
+        .await
+        .unwrap();
+    assert!(ids(&personal).contains(&mine.id) && ids(&personal).contains(&shared.id));
+    assert!(!ids(&personal).contains(&session.id));
+
+    let org = engine
+        .recall("acme", "deployment freeze December")
+        .policy(&ReadPolicy::org())
+        .execute()
+        .await
+        .unwrap();
+    assert_eq!(ids(&org), vec![shared.id], "org reads org only");
+
+    // Naming a session bank is not enough: the caller must be in the session.
+    let sneaky = engine
+        .recall("acme", "deployment freeze December")
+        .policy(&ReadPolicy::org().with_bank("session:s1"))
+        .execute()
+        .await
+        .unwrap();
+    assert!(!ids(&sneaky).contains(&session.id));
+    let other_session = engine
+        .recall("acme", "deployment freeze December")
+        .policy(&ReadPolicy::org().session("s2").with_bank("session:s1"))
+        .execute()
+        .await
+        .unwrap();
+    assert!(!ids(&other_session).contains(&session.id));
+    let in_session = engine
+        .recall("acme", "deployment freeze December")
+        .policy(&ReadPolicy::org().session("s1"))
+        .execute()
+        .await
+        .unwrap();
+    assert!(ids(&in_session).contains(&session.id));
+}
+
+#[tokio::test]
+async fn a_damaged_table_is_reported_and_not_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = open(dir.path()).await;
+    for i in 0..5 {
+        plant(
+            &engine,
+            "acme",
+            "org",
+            &format!("Damage test memory number {i}"),
+        )
+        .await;
+    }
+    engine.flush().await.unwrap();
+    drop(engine);
+    let data_files: Vec<PathBuf> = files(&dir.path().join("tables/memories.lance/data"))
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect();
+    assert!(!data_files.is_empty());
+    for path in &data_files {
+        let len = std::fs::metadata(path).unwrap().len() as usize;
+        std::fs::write(path, vec![0xA5u8; len]).unwrap();
+    }
+    match Engine::open(Config::new(dir.path()).model(model())).await {
+        Err(Error::Storage(e)) => println!("reported: {e}"),
+        Err(other) => panic!("expected a storage error, got {other}"),
+        Ok(_) => panic!("a damaged table was opened and would be served"),
+    }
+}
