@@ -741,6 +741,18 @@ impl Engine {
             .unwrap_or_default())
     }
 
+    /// Every memory of the tenant in any state (active, forgotten,
+    /// superseded, quarantined), oldest first: what a person may ask to see
+    /// of their data. Erased memories are gone and not listed.
+    pub async fn export(&self, tenant: &str) -> Result<Vec<Memory>> {
+        validate::scope_name("tenant", tenant)?;
+        let state = self.read_state()?;
+        Ok(state
+            .tenant(tenant)
+            .map(|t| (0..t.memories.len()).map(|i| t.view(i)).collect())
+            .unwrap_or_default())
+    }
+
     /// Starts a recall in `tenant` (§4); see [`RecallBuilder`].
     pub fn recall(&self, tenant: impl Into<String>, query: impl Into<String>) -> RecallBuilder {
         RecallBuilder::new(self.clone(), tenant.into(), query.into())

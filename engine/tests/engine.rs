@@ -537,6 +537,14 @@ async fn tenants_never_see_each_other() {
             .iter()
             .all(|m| m.id != a)
     );
+    assert!(
+        engine
+            .export("tenant-b")
+            .await
+            .unwrap()
+            .iter()
+            .all(|m| m.id != a && m.tenant == "tenant-b")
+    );
     assert!(matches!(
         engine.forget("tenant-b", a).await,
         Err(Error::NotFound(_))

@@ -280,6 +280,8 @@ async fn assert_gone(engine: &Engine, dir: &Path, tenant: &str, gone: &[&Planted
             Err(Error::NotFound(_))
         ));
         assert!(engine.history(tenant, p.id).await.is_err());
+        let export = engine.export(tenant).await.unwrap();
+        assert!(export.iter().all(|m| m.id != p.id));
         assert!(
             engine
                 .list(tenant, None)

@@ -99,6 +99,11 @@ enum Command {
         #[arg(long)]
         actor: Option<String>,
     },
+    /// Print every memory of the tenant in any state, one JSON object per line.
+    Export {
+        #[arg(long)]
+        tenant: String,
+    },
     /// Show the tenant's audit log (ids and content hashes, never content).
     Audit {
         #[arg(long)]
@@ -386,6 +391,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             cli.json,
             &engine.release(&tenant, id, &actor_or_user(actor)).await?,
         )?,
+        Command::Export { tenant } => {
+            for m in engine.export(&tenant).await? {
+                println!("{}", serde_json::to_string(&m)?);
+            }
+        }
         Command::Audit { tenant } => {
             let entries = engine.audit(&tenant).await?;
             if cli.json {
