@@ -61,6 +61,9 @@ impl Engine {
     /// ```
     pub async fn erase(&self, tenant: &str, scope: EraseScope, actor: &str) -> Result<Erased> {
         validate::scope_name("tenant", tenant)?;
+        // Writers decide and persist under the store lock: holding it from
+        // here, the ids audited are exactly the ids erased.
+        let mut store = self.inner.store.lock().await;
         let (selector, ids, detail) = {
             let state = self.read_state()?;
             let t = state.tenant(tenant);
@@ -109,7 +112,6 @@ impl Engine {
             .detail(Some(detail));
         entry.ids = ids.iter().map(Uuid::to_string).collect();
 
-        let mut store = self.inner.store.lock().await;
         store.audit(&[entry])?;
         let erased = store.erase(&selector).await?;
         tracing::info!(tenant, memories = erased.len(), "erasure done");

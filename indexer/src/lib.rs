@@ -6,6 +6,10 @@
 //!   `vectors` (embeddings backfilled after the fact), with a
 //!   tantivy BM25 index ([`LexicalSearcher`]) derived from them and caught up
 //!   or rebuilt at open.
+//! - [`Store::erase`] with an [`EraseSelector`]: physical right-to-erasure
+//!   across the log, the tables (old versions pruned) and the BM25 segments,
+//!   finished at the next open if a crash interrupts it; [`AuditEntry`] lines
+//!   in the append-only audit log (ids and hashes, never content).
 //! - [`VectorSet`]: one tenant's vectors in memory and the nearest-neighbour
 //!   scan of the hot recall path (exact, or sign codes + exact re-scoring).
 //! - [`Embedder`]: text → vector; [`FastEmbedder`] runs all-MiniLM-L6-v2
