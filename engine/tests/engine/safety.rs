@@ -599,3 +599,31 @@ async fn a_damaged_table_is_reported_and_not_served() {
         Ok(_) => panic!("a damaged table was opened and would be served"),
     }
 }
+
+#[tokio::test]
+async fn a_damaged_bm25_index_is_rebuilt_from_the_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    // Lexical-only: a hit can only come from the BM25 index.
+    let open_lexical = || Engine::open(Config::new(dir.path()).model(recall::ModelSource::None));
+    let engine = open_lexical().await.unwrap();
+    let planted = plant(
+        &engine,
+        "acme",
+        "org",
+        "The nightly vacuum job locks the invoices table",
+    )
+    .await;
+    engine.flush().await.unwrap();
+    drop(engine);
+    for (path, bytes) in files(&dir.path().join("lexical")) {
+        std::fs::write(&path, vec![0x5Au8; bytes.len().max(16)]).unwrap();
+    }
+    let engine = open_lexical().await.unwrap();
+    let result = engine
+        .recall("acme", "vacuum invoices")
+        .read(["org"])
+        .execute()
+        .await
+        .unwrap();
+    assert_eq!(result.hits[0].memory.id, planted.id);
+}
