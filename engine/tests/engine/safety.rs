@@ -21,18 +21,28 @@ fn lines(corpus: &str) -> Vec<&str> {
         .collect()
 }
 
-/// Every file under `dir` with its bytes.
+/// Every file under `dir` with its bytes. Background merges may delete a
+/// file between listing and reading it; a file that is gone holds nothing.
 fn files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let gone = |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound;
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).unwrap() {
+        let entries = match std::fs::read_dir(&d) {
+            Ok(entries) => entries,
+            Err(e) if gone(&e) => continue,
+            Err(e) => panic!("{}: {e}", d.display()),
+        };
+        for entry in entries {
             let path = entry.unwrap().path();
             if path.is_dir() {
                 stack.push(path);
             } else {
-                let bytes = std::fs::read(&path).unwrap();
-                out.push((path, bytes));
+                match std::fs::read(&path) {
+                    Ok(bytes) => out.push((path, bytes)),
+                    Err(e) if gone(&e) => {}
+                    Err(e) => panic!("{}: {e}", path.display()),
+                }
             }
         }
     }
