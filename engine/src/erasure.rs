@@ -1,12 +1,12 @@
 //! Right-to-erasure (§6 `erase`): physical removal, unlike `forget`.
 
-use recall_indexer::{AuditEntry, EraseSelector};
+use recall_indexer::EraseSelector;
 use serde::Serialize;
 use uuid::Uuid;
 
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::state::{State, op, to_ms};
+use crate::state::{State, op};
 use crate::validate;
 
 /// What [`Engine::erase`] removes, always within one tenant.
@@ -106,11 +106,11 @@ impl Engine {
                 }
             }
         };
-        let now_ms = to_ms(self.config().clock.now());
-        let mut entry = AuditEntry::new(now_ms, tenant, "erase")
+        let entry = self
+            .audit_entry(tenant, "erase", &ids)
             .actor(Some(actor.to_string()))
             .detail(Some(detail));
-        entry.ids = ids.iter().map(Uuid::to_string).collect();
+        let now_ms = entry.at_ms;
 
         store.audit(&[entry])?;
         let erased = store.erase(&selector).await?;
