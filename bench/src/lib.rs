@@ -1,60 +1,22 @@
-//! Shared setup for recall's benches: engines filled with seeded synthetic
-//! corpora (given vectors, so no model time is measured), and percentiles.
+//! recall's benches and research runner (`recall-bench`).
+//!
+//! - [`eval`]: writes haystacks into fresh engines through the normal write
+//!   path and scores rankers on their questions.
+//! - [`sources`]: LongMemEval and LoCoMo files as haystacks.
+//! - [`metrics`]: recall_any@k, recall_all@k, nDCG@k, MRR (SPEC §9).
+//! - [`vector_cache`]: embeddings cached on disk by content hash.
+//! - [`report`]: markdown, JSON, progress bars, SVG plots.
+//! - [`commands`]: the `recall-bench` command line and what each command runs.
+//! - [`scale`]: speed against corpus size.
+//! - [`speed`]: synthetic corpora in engines, for `scale` and criterion.
 
-use std::path::Path;
-use std::sync::Arc;
+pub mod commands;
+pub mod eval;
+pub mod metrics;
+pub mod report;
+pub mod scale;
+pub mod sources;
+pub mod speed;
+pub mod vector_cache;
 
-use recall::{Config, Engine, HashEmbedder, Kind, ModelSource, NewMemory};
-use recall_datasets::{SyntheticMemory, synthetic_corpus};
-
-/// Vector width of the default model, used for speed runs.
-pub const DIM: usize = 384;
-/// Tenant every bench writes to.
-pub const TENANT: &str = "bench";
-
-/// Opens an engine whose embedder is only a width placeholder: benches pass
-/// vectors in, so the model's cost is excluded from what they time.
-pub async fn open_engine(dir: &Path) -> recall::Result<Engine> {
-    Engine::open(Config::new(dir).model(ModelSource::Custom(Arc::new(HashEmbedder::new(DIM)))))
-        .await
-}
-
-/// The bench corpus: `n` memories over `n / 50` topics, seed 42.
-pub fn corpus(n: usize) -> Vec<SyntheticMemory> {
-    synthetic_corpus(42, n, DIM, (n / 50).max(10))
-}
-
-/// The corpus item as a write.
-pub fn to_new(m: &SyntheticMemory) -> NewMemory {
-    let kind: Kind = m.kind.parse().unwrap_or(Kind::Note);
-    NewMemory::new(TENANT, m.bank.clone(), kind, m.content.clone())
-        .element(m.element.clone())
-        .vector(m.vector.clone())
-}
-
-/// Writes the corpus in batches of 1,000 through the normal write path.
-pub async fn fill(engine: &Engine, corpus: &[SyntheticMemory]) -> recall::Result<()> {
-    for chunk in corpus.chunks(1000) {
-        engine
-            .remember_many(chunk.iter().map(to_new).collect())
-            .await?;
-    }
-    engine.flush().await
-}
-
-/// Every bank the corpus uses.
-pub fn banks(corpus: &[SyntheticMemory]) -> Vec<String> {
-    let mut banks: Vec<String> = corpus.iter().map(|m| m.bank.clone()).collect();
-    banks.sort();
-    banks.dedup();
-    banks
-}
-
-/// The `p`-th percentile (0–100) of sorted samples.
-pub fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let rank = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
-    sorted[rank.min(sorted.len() - 1)]
-}
+pub use speed::{DIM, TENANT, banks, corpus, fill, open_engine, percentile, to_new};

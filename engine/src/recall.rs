@@ -7,7 +7,7 @@ use recall_indexer::normalized;
 use serde::Serialize;
 use uuid::Uuid;
 
-use crate::config::Bm25Normalization;
+use crate::config::{Bm25Normalization, ScoringConfig};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::memory::{Kind, Memory, Source};
@@ -79,6 +79,7 @@ pub struct RecallBuilder {
     now: Option<DateTime<Utc>>,
     include_quarantined: bool,
     query_vector: Option<Vec<f32>>,
+    scoring: Option<ScoringConfig>,
 }
 
 impl RecallBuilder {
@@ -97,6 +98,7 @@ impl RecallBuilder {
             now: None,
             include_quarantined: false,
             query_vector: None,
+            scoring: None,
         }
     }
 
@@ -159,6 +161,21 @@ impl RecallBuilder {
     pub fn now(mut self, now: DateTime<Utc>) -> Self {
         self.now = Some(now);
         self
+    }
+
+    /// Scores this one recall with these tunables instead of the engine's
+    /// (research: a sweep re-ranks the same data under many settings
+    /// without reopening the engine). Default: the engine's [`ScoringConfig`].
+    pub fn scoring(mut self, scoring: ScoringConfig) -> Self {
+        self.scoring = Some(scoring);
+        self
+    }
+
+    /// The tunables this recall scores with.
+    fn scoring_config(&self) -> &ScoringConfig {
+        self.scoring
+            .as_ref()
+            .unwrap_or(&self.engine.inner.config.scoring)
     }
 
     /// Also serve quarantined memories (for review). Default false.
@@ -244,7 +261,7 @@ impl RecallBuilder {
             return true;
         }
         let m = &tenant.memories[i];
-        let config = &self.engine.inner.config.scoring;
+        let config = self.scoring_config();
         self.kinds.as_ref().is_none_or(|k| k.contains(&m.kind))
             && self
                 .elements
@@ -293,7 +310,7 @@ impl RecallBuilder {
 
     fn rank(&self, query_vector: Option<&[f32]>) -> Result<RecallResult> {
         let inner = &self.engine.inner;
-        let config = &inner.config.scoring;
+        let config = self.scoring_config();
         let now = self.now.unwrap_or_else(|| inner.config.clock.now());
         let now_ms = to_ms(now);
         let banks = self.readable_names();

@@ -1,0 +1,711 @@
+//! `recall-bench` commands: arguments (clap) and what each runs. The binary
+//! only parses and dispatches, so tests drive the same code.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context;
+use recall::{Bm25Normalization, Embedder, FastEmbedder, ScoringConfig, default_model_dirs};
+use recall_datasets::probes::{ProbeConfig, generate};
+use recall_datasets::{locomo, longmemeval};
+use serde_json::json;
+
+use crate::eval::{Ranker, Report, RunStats, run};
+use crate::report::{markdown, markdown_path, plot, write_json};
+use crate::sources::{self, Granularity};
+use crate::vector_cache::{self, VectorCache};
+
+/// recall's research runner: quality on LongMemEval-style and LoCoMo data,
+/// scorer sweeps, and speed against corpus size. Every command prints a
+/// markdown summary and writes it with JSON (see bench/README.md).
+#[derive(Debug, clap::Parser)]
+#[command(name = "recall-bench", version)]
+pub struct Cli {
+    /// What to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Score a LongMemEval-format file (real or generated): recall_any@k,
+    /// recall_all@k, nDCG@k and MRR per question type, abstention accuracy,
+    /// knowledge-update newest-first; engine defaults against dense and BM25.
+    Longmemeval(LongMemEvalArgs),
+    /// Score LoCoMo at turn level (categories 1–4), per category.
+    Locomo(LocomoArgs),
+    /// Write a generated LongMemEval-style probe set.
+    Probes(ProbesArgs),
+    /// Re-rank one dataset under a grid of scorer settings; table and plots.
+    Sweep(SweepArgs),
+    /// Speed against corpus size (synthetic vectors): recall latency,
+    /// batched throughput on 1 vs 2 threads, remember and import rates, RSS.
+    Scale(crate::scale::ScaleArgs),
+}
+
+/// Options every quality command takes.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Common {
+    /// Cut-offs, comma-separated.
+    #[arg(long = "k", value_delimiter = ',', default_value = "1,5,10")]
+    pub ks: Vec<usize>,
+    /// Where the JSON goes (the markdown summary goes beside it, `.md`).
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// The model directory (default: `$RECALL_MODEL_DIR`, `./models`, …).
+    #[arg(long)]
+    pub model_dir: Option<PathBuf>,
+    /// The vector cache directory (default `$RECALL_VECTOR_CACHE` or
+    /// `~/.cache/recall/vectors`).
+    #[arg(long)]
+    pub cache: Option<PathBuf>,
+    /// No progress bars.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// `recall-bench longmemeval`.
+#[derive(Debug, clap::Args)]
+pub struct LongMemEvalArgs {
+    /// A LongMemEval file (S, M, oracle, or `recall-bench probes` output).
+    pub file: PathBuf,
+    /// What one memory holds and what a hit is credited with.
+    #[arg(long, value_enum, default_value = "turn")]
+    pub granularity: Granularity,
+    /// Shared options.
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// `recall-bench locomo`.
+#[derive(Debug, clap::Args)]
+pub struct LocomoArgs {
+    /// `locomo10.json` (default: `../shared/datasets/locomo/locomo10.json`).
+    #[arg(default_value = "../shared/datasets/locomo/locomo10.json")]
+    pub file: PathBuf,
+    /// Only the first N conversations.
+    #[arg(long)]
+    pub conversations: Option<usize>,
+    /// Shared options.
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// `recall-bench probes`.
+#[derive(Debug, clap::Args)]
+pub struct ProbesArgs {
+    /// Where to write the LongMemEval-format file.
+    #[arg(long, default_value = "bench-results/probes.json")]
+    pub out: PathBuf,
+    /// Instances per answerable type (five types), and as many `_abs`.
+    #[arg(long, default_value_t = 20)]
+    pub per_type: usize,
+    /// Sessions per haystack.
+    #[arg(long, default_value_t = 10)]
+    pub sessions: usize,
+    /// Seed.
+    #[arg(long, default_value_t = 7)]
+    pub seed: u64,
+}
+
+/// `recall-bench sweep`.
+#[derive(Debug, clap::Args)]
+pub struct SweepArgs {
+    /// Sweep on LoCoMo (this file) …
+    #[arg(long, conflicts_with = "longmemeval")]
+    pub locomo: Option<PathBuf>,
+    /// … or on a LongMemEval-format file (turn level).
+    #[arg(long)]
+    pub longmemeval: Option<PathBuf>,
+    /// Vector weights (the lexical weight is 1 − w).
+    #[arg(long, value_delimiter = ',', default_value = "0.3,0.45,0.55,0.65,0.8")]
+    pub vector_weight: Vec<f32>,
+    /// BM25 normalizations: `sat:K` (saturation s/(s+K)), `max`, `minmax`.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "sat:3,sat:5,sat:10,sat:20,max,minmax"
+    )]
+    pub bm25: Vec<String>,
+    /// Decay half-lives in days.
+    #[arg(long, value_delimiter = ',', default_value = "15,45,180,100000")]
+    pub half_life: Vec<f64>,
+    /// Abstention gates.
+    #[arg(long, value_delimiter = ',', default_value = "0.2,0.25,0.3,0.35,0.4")]
+    pub min_relevance: Vec<f32>,
+    /// Candidate pools (each stage).
+    #[arg(long, value_delimiter = ',', default_value = "25,50,100,200")]
+    pub pool: Vec<usize>,
+    /// Every combination instead of one parameter at a time around the defaults.
+    #[arg(long)]
+    pub full: bool,
+    /// The metric plotted.
+    #[arg(long, default_value = "recall_any@10")]
+    pub metric: String,
+    /// Directory for the JSON, markdown and SVG plots.
+    #[arg(long, default_value = "bench-results/sweep")]
+    pub out: PathBuf,
+    /// Shared options (`--json` is ignored: output goes to `--out`).
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// Runs a parsed command line.
+pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Longmemeval(a) => longmemeval_command(&a).await.map(|_| ()),
+        Command::Locomo(a) => locomo_command(&a).await.map(|_| ()),
+        Command::Probes(a) => probes_command(&a),
+        Command::Sweep(a) => sweep_command(&a).await,
+        Command::Scale(a) => crate::scale::scale_command(&a).await,
+    }
+}
+
+/// The embedder for quality runs: the real model, never a stand-in.
+pub fn embedder(model_dir: Option<&Path>) -> anyhow::Result<Arc<dyn Embedder>> {
+    let dir = match model_dir {
+        Some(d) => d.to_path_buf(),
+        None => default_model_dirs()
+            .into_iter()
+            .find(|d| d.join("model.onnx").exists())
+            .context("no embedding model found: run scripts/setup.sh or pass --model-dir")?,
+    };
+    Ok(Arc::new(FastEmbedder::from_dir(&dir)?))
+}
+
+fn open_cache(common: &Common) -> anyhow::Result<VectorCache> {
+    let dir = common
+        .cache
+        .clone()
+        .unwrap_or_else(vector_cache::default_dir);
+    Ok(VectorCache::open(
+        &dir,
+        embedder(common.model_dir.as_deref())?,
+    )?)
+}
+
+fn metric_columns(ks: &[usize]) -> Vec<String> {
+    let mut cols = Vec::new();
+    for k in ks {
+        cols.push(format!("recall_any@{k}"));
+    }
+    for k in ks {
+        cols.push(format!("recall_all@{k}"));
+    }
+    for k in ks {
+        cols.push(format!("ndcg@{k}"));
+    }
+    cols.push("mrr".into());
+    cols
+}
+
+/// The three rankers of a quality run: the engine's defaults, dense, BM25.
+pub fn default_rankers() -> Vec<Ranker> {
+    vec![
+        Ranker::engine("engine", ScoringConfig::default()),
+        Ranker::dense(),
+        Ranker::bm25(),
+    ]
+}
+
+/// JSON of a quality run: the engine's `overall` (with
+/// `abstention_accuracy`, `ku_newest_first`) and groups at the top level,
+/// the baselines beside.
+fn quality_json(
+    command: &str,
+    file: &Path,
+    extra: serde_json::Value,
+    ks: &[usize],
+    reports: &[Report],
+    stats: &RunStats,
+) -> serde_json::Value {
+    let engine = &reports[0];
+    let baselines: serde_json::Map<String, serde_json::Value> = reports[1..]
+        .iter()
+        .map(|r| {
+            (
+                r.ranker.clone(),
+                json!({"overall": r.overall_json(), "groups": r.groups}),
+            )
+        })
+        .collect();
+    json!({
+        "command": command,
+        "file": file.display().to_string(),
+        "settings": extra,
+        "ks": ks,
+        "abstention_items_in_metrics": false,
+        "scoring": ScoringConfig::default(),
+        "overall": engine.overall_json(),
+        "groups": engine.groups,
+        "baselines": baselines,
+        "stats": stats,
+    })
+}
+
+fn finish(
+    default_json: &str,
+    common: &Common,
+    title: &str,
+    value: &serde_json::Value,
+    reports: &[Report],
+    stats: &RunStats,
+    traces: &[serde_json::Value],
+) -> anyhow::Result<()> {
+    let path = common
+        .json
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(default_json));
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)?;
+    }
+    let md = format!(
+        "# {title}\n\n{}\n{} docs → {} memories ({} not written), {} questions; embedding {:.1} s, writing {:.1} s, recall {:.1} s (all rankers). Abstention items are excluded from the retrieval metrics.\n",
+        markdown(reports, &metric_columns(&common.ks)),
+        stats.docs,
+        stats.memories,
+        stats.refused,
+        stats.questions,
+        stats.embed_s,
+        stats.ingest_s,
+        stats.recall_s,
+    );
+    println!("{md}");
+    write_json(&path, value)?;
+    std::fs::write(markdown_path(&path), &md)?;
+    let questions = path.with_extension("questions.jsonl");
+    let lines: Vec<String> = traces.iter().map(|t| t.to_string()).collect();
+    std::fs::write(&questions, lines.join("\n") + "\n")?;
+    println!(
+        "wrote {}, {} and {} (every ranker's answer to every question)",
+        path.display(),
+        markdown_path(&path).display(),
+        questions.display()
+    );
+    Ok(())
+}
+
+/// `longmemeval`: returns the reports (engine, dense, bm25).
+pub async fn longmemeval_command(args: &LongMemEvalArgs) -> anyhow::Result<Vec<Report>> {
+    let instances = longmemeval::load(&args.file)?;
+    let (haystacks, skipped) = sources::longmemeval(&instances, args.granularity);
+    let mut cache = open_cache(&args.common)?;
+    let rankers = default_rankers();
+    let (reports, stats, outcomes) = run(
+        haystacks,
+        &rankers,
+        &args.common.ks,
+        &mut cache,
+        !args.common.quiet,
+    )
+    .await?;
+    let value = quality_json(
+        "longmemeval",
+        &args.file,
+        json!({"granularity": args.granularity, "skipped_without_gold": skipped}),
+        &args.common.ks,
+        &reports,
+        &stats,
+    );
+    let title = format!(
+        "LongMemEval-format run: {} ({:?} level, {} instances, {skipped} skipped without gold)",
+        args.file.display(),
+        args.granularity,
+        instances.len()
+    );
+    finish(
+        "bench-results/longmemeval.json",
+        &args.common,
+        &title,
+        &value,
+        &reports,
+        &stats,
+        &outcomes
+            .iter()
+            .flat_map(|o| o.traces.iter().cloned())
+            .collect::<Vec<_>>(),
+    )?;
+    Ok(reports)
+}
+
+/// `locomo`: returns the reports (engine, dense, bm25).
+pub async fn locomo_command(args: &LocomoArgs) -> anyhow::Result<Vec<Report>> {
+    let mut conversations = locomo::load(&args.file)?;
+    if let Some(n) = args.conversations {
+        conversations.truncate(n);
+    }
+    let haystacks = sources::locomo(&conversations);
+    let mut cache = open_cache(&args.common)?;
+    let rankers = default_rankers();
+    let (reports, stats, outcomes) = run(
+        haystacks,
+        &rankers,
+        &args.common.ks,
+        &mut cache,
+        !args.common.quiet,
+    )
+    .await?;
+    let value = quality_json(
+        "locomo",
+        &args.file,
+        json!({"level": "turn", "categories": [1, 2, 3, 4], "conversations": conversations.len()}),
+        &args.common.ks,
+        &reports,
+        &stats,
+    );
+    let title = format!(
+        "LoCoMo, turn level, categories 1–4: {} ({} conversations)",
+        args.file.display(),
+        conversations.len()
+    );
+    finish(
+        "bench-results/locomo.json",
+        &args.common,
+        &title,
+        &value,
+        &reports,
+        &stats,
+        &outcomes
+            .iter()
+            .flat_map(|o| o.traces.iter().cloned())
+            .collect::<Vec<_>>(),
+    )?;
+    Ok(reports)
+}
+
+/// `probes`.
+pub fn probes_command(args: &ProbesArgs) -> anyhow::Result<()> {
+    let probes = generate(&ProbeConfig {
+        seed: args.seed,
+        per_type: args.per_type,
+        sessions: args.sessions,
+        ..ProbeConfig::default()
+    });
+    if let Some(parent) = args.out.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)?;
+    }
+    longmemeval::save(&args.out, &probes)?;
+    println!("wrote {} instances to {}", probes.len(), args.out.display());
+    Ok(())
+}
+
+/// Parses a BM25 normalization: `sat:K`, `max`, `minmax`.
+pub fn parse_bm25(text: &str) -> anyhow::Result<Bm25Normalization> {
+    match text {
+        "max" => Ok(Bm25Normalization::MaxOfQuery),
+        "minmax" => Ok(Bm25Normalization::MinMax),
+        other => {
+            let k = other.strip_prefix("sat:").with_context(|| {
+                format!("unknown BM25 normalization {other:?} (sat:K, max, minmax)")
+            })?;
+            Ok(Bm25Normalization::Saturation { k: k.parse()? })
+        }
+    }
+}
+
+fn bm25_label(n: Bm25Normalization) -> String {
+    match n {
+        Bm25Normalization::Saturation { k } => format!("sat:{k}"),
+        Bm25Normalization::MaxOfQuery => "max".into(),
+        Bm25Normalization::MinMax => "minmax".into(),
+    }
+}
+
+/// One sweep point: the parameter values and its settings.
+#[derive(Debug, Clone)]
+struct Point {
+    vector_weight: f32,
+    bm25: Bm25Normalization,
+    half_life: f64,
+    min_relevance: f32,
+    pool: usize,
+}
+
+impl Point {
+    fn defaults() -> Point {
+        let d = ScoringConfig::default();
+        Point {
+            vector_weight: d.vector_weight,
+            bm25: d.bm25,
+            half_life: d.half_life_days,
+            min_relevance: d.min_relevance,
+            pool: d.candidate_pool,
+        }
+    }
+
+    fn name(&self) -> String {
+        format!(
+            "w{}/{}/hl{}/min{}/pool{}",
+            self.vector_weight,
+            bm25_label(self.bm25),
+            self.half_life,
+            self.min_relevance,
+            self.pool
+        )
+    }
+
+    fn ranker(&self) -> Ranker {
+        Ranker::engine(
+            &self.name(),
+            ScoringConfig {
+                vector_weight: self.vector_weight,
+                lexical_weight: 1.0 - self.vector_weight,
+                bm25: self.bm25,
+                half_life_days: self.half_life,
+                min_relevance: self.min_relevance,
+                candidate_pool: self.pool,
+                ..ScoringConfig::default()
+            },
+        )
+    }
+
+    /// The value of parameter `p` as a plot coordinate (None: not numeric).
+    fn value(&self, p: &str) -> Option<f64> {
+        match p {
+            "vector_weight" => Some(f64::from(self.vector_weight)),
+            "bm25_saturation_k" => match self.bm25 {
+                Bm25Normalization::Saturation { k } => Some(f64::from(k)),
+                _ => None,
+            },
+            "half_life_days" => Some(self.half_life),
+            "min_relevance" => Some(f64::from(self.min_relevance)),
+            "candidate_pool" => Some(self.pool as f64),
+            _ => None,
+        }
+    }
+}
+
+const PARAMS: [&str; 5] = [
+    "vector_weight",
+    "bm25_saturation_k",
+    "half_life_days",
+    "min_relevance",
+    "candidate_pool",
+];
+
+fn sweep_points(args: &SweepArgs) -> anyhow::Result<Vec<Point>> {
+    let bm25: Vec<Bm25Normalization> = args
+        .bm25
+        .iter()
+        .map(|b| parse_bm25(b))
+        .collect::<Result<_, _>>()?;
+    let base = Point::defaults();
+    let mut points = vec![base.clone()];
+    if args.full {
+        points.clear();
+        for &w in &args.vector_weight {
+            for &b in &bm25 {
+                for &h in &args.half_life {
+                    for &m in &args.min_relevance {
+                        for &p in &args.pool {
+                            points.push(Point {
+                                vector_weight: w,
+                                bm25: b,
+                                half_life: h,
+                                min_relevance: m,
+                                pool: p,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        return Ok(points);
+    }
+    let mut push = |p: Point| {
+        if !points.iter().any(|q| q.name() == p.name()) {
+            points.push(p);
+        }
+    };
+    for &w in &args.vector_weight {
+        push(Point {
+            vector_weight: w,
+            ..base.clone()
+        });
+    }
+    for &b in &bm25 {
+        push(Point {
+            bm25: b,
+            ..base.clone()
+        });
+    }
+    for &h in &args.half_life {
+        push(Point {
+            half_life: h,
+            ..base.clone()
+        });
+    }
+    for &m in &args.min_relevance {
+        push(Point {
+            min_relevance: m,
+            ..base.clone()
+        });
+    }
+    for &p in &args.pool {
+        push(Point {
+            pool: p,
+            ..base.clone()
+        });
+    }
+    Ok(points)
+}
+
+/// Whether `point` differs from the defaults only in `param`.
+fn varies_only(point: &Point, param: &str) -> bool {
+    let base = Point::defaults();
+    PARAMS
+        .iter()
+        .filter(|p| **p != param)
+        .all(|p| point.value(p) == base.value(p))
+        && (param == "bm25_saturation_k" || point.bm25 == base.bm25)
+}
+
+/// `sweep`: every point ranks the same ingested data; a table of all
+/// points, and per numeric parameter a plot of the metric (and abstention
+/// accuracy on LongMemEval-format data) with the others at their defaults.
+pub async fn sweep_command(args: &SweepArgs) -> anyhow::Result<()> {
+    let (haystacks, data) = match (&args.locomo, &args.longmemeval) {
+        (Some(file), _) => (sources::locomo(&locomo::load(file)?), file.clone()),
+        (None, Some(file)) => {
+            let instances = longmemeval::load(file)?;
+            (
+                sources::longmemeval(&instances, Granularity::Turn).0,
+                file.clone(),
+            )
+        }
+        (None, None) => anyhow::bail!("name the data: --locomo FILE or --longmemeval FILE"),
+    };
+    let points = sweep_points(args)?;
+    let mut rankers: Vec<Ranker> = points.iter().map(Point::ranker).collect();
+    rankers.push(Ranker::dense());
+    rankers.push(Ranker::bm25());
+    let mut cache = open_cache(&args.common)?;
+    let (reports, stats, _) = run(
+        haystacks,
+        &rankers,
+        &args.common.ks,
+        &mut cache,
+        !args.common.quiet,
+    )
+    .await?;
+    std::fs::create_dir_all(&args.out)?;
+
+    let metrics = [
+        args.metric.clone(),
+        "ndcg@10".to_string(),
+        "recall_any@5".to_string(),
+    ];
+    let mut md = format!(
+        "# Sweep on {}\n\n| vector w | BM25 | half-life d | min_relevance | pool | {} | {} | {} | abstention acc | KU newest-first |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        data.display(),
+        metrics[0],
+        metrics[1],
+        metrics[2]
+    );
+    let mut rows = Vec::new();
+    for (point, report) in points.iter().zip(&reports) {
+        let vals: Vec<f64> = metrics.iter().map(|m| report.overall(m)).collect();
+        md.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {} | {} |\n",
+            point.vector_weight,
+            bm25_label(point.bm25),
+            point.half_life,
+            point.min_relevance,
+            point.pool,
+            vals[0],
+            vals[1],
+            vals[2],
+            report
+                .abstention_accuracy
+                .map_or("–".into(), |v| format!("{v:.3}")),
+            report
+                .ku_newest_first
+                .map_or("–".into(), |v| format!("{v:.3}")),
+        ));
+        rows.push(json!({
+            "vector_weight": point.vector_weight,
+            "bm25": bm25_label(point.bm25),
+            "half_life_days": point.half_life,
+            "min_relevance": point.min_relevance,
+            "candidate_pool": point.pool,
+            "overall": report.overall_json(),
+        }));
+    }
+    for baseline in &reports[points.len()..] {
+        md.push_str(&format!(
+            "| {} only | | | | | {:.3} | {:.3} | {:.3} | – | {} |\n",
+            baseline.ranker,
+            baseline.overall(&metrics[0]),
+            baseline.overall(&metrics[1]),
+            baseline.overall(&metrics[2]),
+            baseline
+                .ku_newest_first
+                .map_or("–".into(), |v| format!("{v:.3}")),
+        ));
+    }
+    let mut plots = Vec::new();
+    for param in PARAMS {
+        let mut line: Vec<(f64, f64)> = Vec::new();
+        let mut abst: Vec<(f64, f64)> = Vec::new();
+        for (point, report) in points.iter().zip(&reports) {
+            if !varies_only(point, param) {
+                continue;
+            }
+            if let Some(x) = point.value(param) {
+                line.push((x, report.overall(&args.metric)));
+                if let Some(a) = report
+                    .abstention_accuracy
+                    .filter(|_| args.longmemeval.is_some())
+                {
+                    abst.push((x, a));
+                }
+            }
+        }
+        if line.len() < 2 {
+            continue;
+        }
+        line.sort_by(|a, b| a.0.total_cmp(&b.0));
+        abst.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut series = vec![(args.metric.clone(), line)];
+        if !abst.is_empty() {
+            series.push(("abstention accuracy".into(), abst));
+        }
+        let path = args.out.join(format!("{param}.svg"));
+        let log_x = matches!(
+            param,
+            "half_life_days" | "candidate_pool" | "bm25_saturation_k"
+        );
+        plot(
+            &path,
+            &format!("{} vs {param}", args.metric),
+            param,
+            "score",
+            &series,
+            log_x,
+        )?;
+        plots.push(path.display().to_string());
+    }
+    md.push_str(&format!(
+        "\n{} points (others at the defaults when one varies); {} questions per point; embedding {:.1} s, writing {:.1} s, recall {:.1} s.\n\nPlots: {}\n",
+        points.len(),
+        stats.questions,
+        stats.embed_s,
+        stats.ingest_s,
+        stats.recall_s,
+        plots.join(", ")
+    ));
+    println!("{md}");
+    let json_path = args.out.join("sweep.json");
+    write_json(
+        &json_path,
+        &json!({"command": "sweep", "data": data.display().to_string(), "metric": args.metric, "points": rows, "stats": stats}),
+    )?;
+    std::fs::write(markdown_path(&json_path), &md)?;
+    println!(
+        "wrote {} and {}",
+        json_path.display(),
+        markdown_path(&json_path).display()
+    );
+    Ok(())
+}

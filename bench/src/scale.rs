@@ -1,0 +1,223 @@
+//! `recall-bench scale`: speed against corpus size, one tenant, synthetic
+//! clustered vectors given with each write (so neither writes nor queries
+//! time the model).
+//!
+//! Per size: bulk-import rate (`remember_many` in batches of 1,000, flush
+//! included), `remember` p50/p99, recall p50/p99 (query vector given), the
+//! vector stage's recall@10 against the exact scan, batched throughput of
+//! the vector stage in a rayon pool of 1 and of 2 threads, end-to-end
+//! recall throughput with 1 and 2 concurrent callers, and the process's
+//! peak RSS so far (VmHWM: sizes run in order in one process, so it is the
+//! peak up to and including that size).
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use recall_datasets::query_near;
+use recall_indexer::{ScanConfig, VectorSet};
+use serde_json::json;
+
+use crate::report::{Series, markdown_path, plot, write_json};
+use crate::speed::{DIM, TENANT, banks, corpus, fill, open_engine, percentile, to_new};
+
+/// `recall-bench scale`.
+#[derive(Debug, clap::Args)]
+pub struct ScaleArgs {
+    /// Corpus sizes, comma-separated (e.g. 10000,100000,1000000).
+    #[arg(long, value_delimiter = ',', default_value = "10000,100000")]
+    pub sizes: Vec<usize>,
+    /// Timed recalls per size.
+    #[arg(long, default_value_t = 500)]
+    pub queries: usize,
+    /// Where the JSON goes (markdown beside it, plot as `.svg`).
+    #[arg(long, default_value = "bench-results/scale.json")]
+    pub json: PathBuf,
+}
+
+/// Peak resident set size of this process so far, in MiB (Linux).
+fn peak_rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
+
+/// Queries per second of the vector stage over `queries` in a rayon pool of
+/// `threads` threads.
+fn scan_throughput(set: &VectorSet, queries: &[Vec<f32>], threads: usize) -> anyhow::Result<f64> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()?;
+    let scan = ScanConfig::default();
+    let started = Instant::now();
+    pool.install(|| {
+        for q in queries {
+            std::hint::black_box(set.nearest(q, 100, scan, |_| true));
+        }
+    });
+    Ok(queries.len() as f64 / started.elapsed().as_secs_f64())
+}
+
+/// Runs the command.
+pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
+    let mut rows = Vec::new();
+    let mut md = String::from(
+        "| memories | import /s | remember p50 / p99 ms | recall p50 / p99 ms | vector recall@10 vs exact | scan q/s 1 thr | 2 thr | × | recall q/s 1 caller | 2 callers | × | peak RSS MiB |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    let (mut p50s, mut p99s) = (Vec::new(), Vec::new());
+    for &n in &args.sizes {
+        let dir = tempfile::tempdir()?;
+        let engine = open_engine(dir.path()).await?;
+        let data = corpus(n + 200);
+        let (base, extra) = data.split_at(n);
+        let bar = crate::report::bar(n as u64, "importing");
+        let started = Instant::now();
+        for chunk in base.chunks(10_000) {
+            fill(&engine, chunk).await?;
+            bar.inc(chunk.len() as u64);
+        }
+        let import_rate = n as f64 / started.elapsed().as_secs_f64();
+        bar.finish_and_clear();
+
+        let mut remember_ms = Vec::new();
+        for m in &extra[..100] {
+            let t = Instant::now();
+            engine.remember(to_new(m)).await?;
+            remember_ms.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        remember_ms.sort_by(f64::total_cmp);
+
+        let readable = banks(&data);
+        let queries: Vec<(String, Vec<f32>)> = (0..args.queries)
+            .map(|q| {
+                let target = &base[(q * 7919) % n];
+                let words: Vec<&str> = target.content.split_whitespace().take(4).collect();
+                (words.join(" "), query_near(q as u64, &target.vector))
+            })
+            .collect();
+        let mut recall_ms = Vec::new();
+        for (text, vector) in &queries {
+            let t = Instant::now();
+            engine
+                .recall(TENANT, text.clone())
+                .read(readable.iter().cloned())
+                .query_vector(vector.clone())
+                .execute()
+                .await?;
+            recall_ms.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        recall_ms.sort_by(f64::total_cmp);
+
+        // End-to-end throughput, 1 then 2 concurrent callers.
+        let mut callers_qps = Vec::new();
+        for callers in [1usize, 2] {
+            let started = Instant::now();
+            let mut tasks = Vec::new();
+            for c in 0..callers {
+                let engine = engine.clone();
+                let readable = readable.clone();
+                let mine: Vec<(String, Vec<f32>)> =
+                    queries.iter().skip(c).step_by(callers).cloned().collect();
+                tasks.push(tokio::spawn(async move {
+                    for (text, vector) in mine {
+                        engine
+                            .recall(TENANT, text)
+                            .read(readable.iter().cloned())
+                            .query_vector(vector)
+                            .execute()
+                            .await?;
+                    }
+                    Ok::<(), recall::Error>(())
+                }));
+            }
+            for t in tasks {
+                t.await??;
+            }
+            callers_qps.push(queries.len() as f64 / started.elapsed().as_secs_f64());
+        }
+
+        // The vector stage alone: recall@10 of the coded scan vs exact, and
+        // batched throughput on 1 vs 2 rayon threads.
+        let mut set = VectorSet::new(DIM);
+        for (i, m) in base.iter().enumerate() {
+            set.push(i, &m.vector);
+        }
+        let scan = ScanConfig::default();
+        let probes = 200.min(n);
+        let mut overlap = 0usize;
+        for q in 0..probes {
+            let query = query_near(10_000 + q as u64, &base[(q * 104_729) % n].vector);
+            let exact: Vec<usize> = set
+                .nearest_exact(&query, 10, |_| true)
+                .into_iter()
+                .map(|h| h.0)
+                .collect();
+            let got = set.nearest(&query, 10, scan, |_| true);
+            overlap += got.iter().filter(|h| exact.contains(&h.0)).count();
+        }
+        let vector_recall = overlap as f64 / (probes * 10) as f64;
+        let batch: Vec<Vec<f32>> = queries.iter().map(|q| q.1.clone()).collect();
+        let one = scan_throughput(&set, &batch, 1)?;
+        let two = scan_throughput(&set, &batch, 2)?;
+        drop(set);
+        let rss = peak_rss_mib();
+
+        let (p50, p99) = (percentile(&recall_ms, 50.0), percentile(&recall_ms, 99.0));
+        p50s.push((n as f64, p50));
+        p99s.push((n as f64, p99));
+        md.push_str(&format!(
+            "| {n} | {import_rate:.0} | {:.2} / {:.2} | {p50:.2} / {p99:.2} | {vector_recall:.3} | {one:.0} | {two:.0} | {:.2} | {:.0} | {:.0} | {:.2} | {} |\n",
+            percentile(&remember_ms, 50.0),
+            percentile(&remember_ms, 99.0),
+            two / one,
+            callers_qps[0],
+            callers_qps[1],
+            callers_qps[1] / callers_qps[0],
+            rss.map_or("–".into(), |r| format!("{r:.0}")),
+        ));
+        rows.push(json!({
+            "memories": n,
+            "import_per_s": import_rate,
+            "remember_p50_ms": percentile(&remember_ms, 50.0),
+            "remember_p99_ms": percentile(&remember_ms, 99.0),
+            "recall_p50_ms": p50,
+            "recall_p99_ms": p99,
+            "vector_recall_at_10": vector_recall,
+            "scan_qps_1_thread": one,
+            "scan_qps_2_threads": two,
+            "scan_speedup_2_vs_1": two / one,
+            "recall_qps_1_caller": callers_qps[0],
+            "recall_qps_2_callers": callers_qps[1],
+            "peak_rss_mib": rss,
+        }));
+        println!("{md}");
+    }
+    if let Some(parent) = args.json.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)?;
+    }
+    let svg = args.json.with_extension("svg");
+    let series: Vec<Series> = vec![
+        ("recall p50 ms".into(), p50s),
+        ("recall p99 ms".into(), p99s),
+    ];
+    if args.sizes.len() > 1 {
+        plot(
+            &svg,
+            "recall latency vs memories (one tenant)",
+            "memories",
+            "ms",
+            &series,
+            true,
+        )?;
+    }
+    md.push_str("\nQuery embedding excluded (vectors given). Peak RSS is the process's VmHWM after that size (cumulative).\n");
+    write_json(&args.json, &json!({"command": "scale", "scale": rows}))?;
+    std::fs::write(markdown_path(&args.json), &md)?;
+    println!(
+        "wrote {}, {} and {}",
+        args.json.display(),
+        markdown_path(&args.json).display(),
+        svg.display()
+    );
+    Ok(())
+}

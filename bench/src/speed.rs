@@ -1,0 +1,60 @@
+//! Speed-run setup: engines filled with seeded synthetic corpora (given
+//! vectors, so no model time is measured), and percentiles.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use recall::{Config, Engine, HashEmbedder, Kind, ModelSource, NewMemory};
+use recall_datasets::{SyntheticMemory, synthetic_corpus};
+
+/// Vector width of the default model, used for speed runs.
+pub const DIM: usize = 384;
+/// Tenant every bench writes to.
+pub const TENANT: &str = "bench";
+
+/// Opens an engine whose embedder is only a width placeholder: benches pass
+/// vectors in, so the model's cost is excluded from what they time.
+pub async fn open_engine(dir: &Path) -> recall::Result<Engine> {
+    Engine::open(Config::new(dir).model(ModelSource::Custom(Arc::new(HashEmbedder::new(DIM)))))
+        .await
+}
+
+/// The bench corpus: `n` memories over `n / 50` topics, seed 42.
+pub fn corpus(n: usize) -> Vec<SyntheticMemory> {
+    synthetic_corpus(42, n, DIM, (n / 50).max(10))
+}
+
+/// The corpus item as a write.
+pub fn to_new(m: &SyntheticMemory) -> NewMemory {
+    let kind: Kind = m.kind.parse().unwrap_or(Kind::Note);
+    NewMemory::new(TENANT, m.bank.clone(), kind, m.content.clone())
+        .element(m.element.clone())
+        .vector(m.vector.clone())
+}
+
+/// Writes the corpus in batches of 1,000 through the normal write path.
+pub async fn fill(engine: &Engine, corpus: &[SyntheticMemory]) -> recall::Result<()> {
+    for chunk in corpus.chunks(1000) {
+        engine
+            .remember_many(chunk.iter().map(to_new).collect())
+            .await?;
+    }
+    engine.flush().await
+}
+
+/// Every bank the corpus uses.
+pub fn banks(corpus: &[SyntheticMemory]) -> Vec<String> {
+    let mut banks: Vec<String> = corpus.iter().map(|m| m.bank.clone()).collect();
+    banks.sort();
+    banks.dedup();
+    banks
+}
+
+/// The `p`-th percentile (0–100) of sorted samples.
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
+    sorted[rank.min(sorted.len() - 1)]
+}

@@ -1,0 +1,164 @@
+//! Embeddings cached on disk by content hash, so a corpus is embedded once
+//! and every later run (a sweep, a re-run after a scorer change) reads them.
+//!
+//! One append-only file per embedder and width,
+//! `<dir>/<embedder>-<dim>.vectors`: records of the text's SHA-256 (32
+//! bytes) followed by `dim` little-endian f32. A torn last record (a run
+//! killed mid-append) is ignored at load.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use indicatif::ProgressBar;
+use recall::Embedder;
+use sha2::{Digest, Sha256};
+
+/// The default cache directory: `$RECALL_VECTOR_CACHE`, else
+/// `~/.cache/recall/vectors`, else `./.recall-vectors`.
+pub fn default_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("RECALL_VECTOR_CACHE") {
+        return PathBuf::from(dir);
+    }
+    std::env::var_os("HOME").map_or_else(
+        || PathBuf::from(".recall-vectors"),
+        |home| PathBuf::from(home).join(".cache/recall/vectors"),
+    )
+}
+
+/// Vectors by content hash, backed by a file.
+pub struct VectorCache {
+    embedder: Arc<dyn Embedder>,
+    path: PathBuf,
+    vectors: HashMap<[u8; 32], Vec<f32>>,
+}
+
+fn key(text: &str) -> [u8; 32] {
+    Sha256::digest(text.as_bytes()).into()
+}
+
+impl VectorCache {
+    /// Opens (or starts) the cache of `embedder` under `dir`.
+    pub fn open(dir: &Path, embedder: Arc<dyn Embedder>) -> std::io::Result<VectorCache> {
+        std::fs::create_dir_all(dir)?;
+        let dim = embedder.dim();
+        let name: String = embedder
+            .name()
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let path = dir.join(format!("{name}-{dim}.vectors"));
+        let mut vectors = HashMap::new();
+        if let Ok(bytes) = std::fs::read(&path) {
+            let record = 32 + 4 * dim;
+            for chunk in bytes.chunks_exact(record) {
+                let mut k = [0u8; 32];
+                k.copy_from_slice(&chunk[..32]);
+                let v = chunk[32..]
+                    .chunks_exact(4)
+                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                    .collect();
+                vectors.insert(k, v);
+            }
+        }
+        Ok(VectorCache {
+            embedder,
+            path,
+            vectors,
+        })
+    }
+
+    /// Vectors held.
+    pub fn len(&self) -> usize {
+        self.vectors.len()
+    }
+
+    /// True when nothing is cached.
+    pub fn is_empty(&self) -> bool {
+        self.vectors.is_empty()
+    }
+
+    /// The embedder behind the cache.
+    pub fn embedder(&self) -> &Arc<dyn Embedder> {
+        &self.embedder
+    }
+
+    /// Embeds every text not cached yet (in batches, with a progress bar
+    /// when `progress` is set) and appends them to the file.
+    pub fn fill(&mut self, texts: &[&str], progress: bool) -> anyhow::Result<()> {
+        let mut missing: Vec<&str> = texts
+            .iter()
+            .copied()
+            .filter(|t| !self.vectors.contains_key(&key(t)))
+            .collect();
+        missing.sort_unstable();
+        missing.dedup();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let bar = if progress {
+            crate::report::bar(missing.len() as u64, "embedding")
+        } else {
+            ProgressBar::hidden()
+        };
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)?;
+        for batch in missing.chunks(128) {
+            let vectors = recall_indexer::embed_checked(self.embedder.as_ref(), batch)?;
+            let mut out = Vec::with_capacity(batch.len() * (32 + 4 * self.embedder.dim()));
+            for (text, v) in batch.iter().zip(vectors) {
+                let k = key(text);
+                out.extend_from_slice(&k);
+                v.iter()
+                    .for_each(|x| out.extend_from_slice(&x.to_le_bytes()));
+                self.vectors.insert(k, v);
+            }
+            file.write_all(&out)?;
+            bar.inc(batch.len() as u64);
+        }
+        file.sync_data()?;
+        bar.finish_and_clear();
+        Ok(())
+    }
+
+    /// The cached vector of `text`, if [`VectorCache::fill`] saw it.
+    pub fn get(&self, text: &str) -> Option<&Vec<f32>> {
+        self.vectors.get(&key(text))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use recall::HashEmbedder;
+
+    #[test]
+    fn vectors_survive_a_reopen_and_a_torn_tail_is_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let embedder: Arc<dyn Embedder> = Arc::new(HashEmbedder::new(8));
+        let mut cache = VectorCache::open(dir.path(), embedder.clone()).unwrap();
+        cache
+            .fill(&["alpha beta", "gamma", "alpha beta"], false)
+            .unwrap();
+        assert_eq!(cache.len(), 2);
+        let v = cache.get("gamma").unwrap().clone();
+        let path = cache.path.clone();
+        drop(cache);
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes.extend_from_slice(&[1, 2, 3]);
+        std::fs::write(&path, bytes).unwrap();
+        let cache = VectorCache::open(dir.path(), embedder).unwrap();
+        assert_eq!(cache.len(), 2);
+        assert_eq!(cache.get("gamma"), Some(&v));
+        assert!(cache.get("delta").is_none());
+    }
+}
