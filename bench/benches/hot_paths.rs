@@ -3,6 +3,10 @@
 //! `cargo bench --profile dev -p recall-bench`.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use recall::{
+    Config, Engine, Kind, ModelSource, NewMemory, ScoringConfig, decay_multiplier,
+    drift_multiplier, normalize_bm25, relevance, usage_multiplier,
+};
 use recall_bench::{TENANT, banks, corpus, fill, open_engine, to_new};
 use recall_datasets::query_near;
 use recall_indexer::{ScanConfig, VectorSet};
@@ -93,5 +97,83 @@ fn engine_paths(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, vector_scan, engine_paths);
+/// Scoring a candidate set: relevance and every multiplier of §4.5 for 200
+/// candidates (the union of two pools of 100).
+fn scoring(c: &mut Criterion) {
+    let config = ScoringConfig::default();
+    let candidates: Vec<(f32, f32, i64, u32, u32)> = (0..200u32)
+        .map(|i| {
+            let f = i as f32 / 200.0;
+            (f, 20.0 * (1.0 - f), i64::from(i) * 86_400_000, i % 4, i % 7)
+        })
+        .collect();
+    let mut group = c.benchmark_group("score");
+    group.throughput(Throughput::Elements(candidates.len() as u64));
+    group.bench_function("candidate_set_200", |b| {
+        b.iter(|| {
+            candidates
+                .iter()
+                .map(|&(cos, bm25, age, confirmations, citations)| {
+                    let b = normalize_bm25(config.bm25, bm25, 0.0, 20.0, 12.0);
+                    relevance(&config, Some(cos), b, true)
+                        * decay_multiplier(&config, age, confirmations)
+                        * usage_multiplier(&config, citations, 3)
+                        * drift_multiplier(&config, confirmations == 0)
+                })
+                .fold(0f32, f32::max)
+        })
+    });
+    group.finish();
+}
+
+/// A BM25 query through the engine: an engine without an embedder recalls
+/// by BM25 alone, so this times tantivy's query plus candidate bookkeeping.
+fn bm25_query(c: &mut Criterion) {
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(r) => r,
+        Err(e) => panic!("tokio runtime: {e}"),
+    };
+    let n = 10_000usize;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = corpus(n);
+    let engine = runtime.block_on(async {
+        let engine = Engine::open(Config::new(dir.path()).model(ModelSource::None))
+            .await
+            .expect("open");
+        for chunk in data.chunks(1000) {
+            let writes = chunk
+                .iter()
+                .map(|m| {
+                    let kind: Kind = m.kind.parse().unwrap_or(Kind::Note);
+                    NewMemory::new(TENANT, m.bank.clone(), kind, m.content.clone())
+                })
+                .collect();
+            engine.remember_many(writes).await.expect("fill");
+        }
+        engine
+    });
+    let readable = banks(&data);
+    let mut group = c.benchmark_group("bm25");
+    group.throughput(Throughput::Elements(1));
+    let mut q = 0usize;
+    group.bench_function(BenchmarkId::new("query", n), |b| {
+        b.iter(|| {
+            q += 1;
+            let words: Vec<&str> = data[(q * 7919) % n]
+                .content
+                .split_whitespace()
+                .take(4)
+                .collect();
+            runtime.block_on(
+                engine
+                    .recall(TENANT, words.join(" "))
+                    .read(readable.iter().cloned())
+                    .execute(),
+            )
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, vector_scan, scoring, bm25_query, engine_paths);
 criterion_main!(benches);

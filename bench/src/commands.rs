@@ -42,6 +42,21 @@ pub enum Command {
     /// Speed against corpus size (synthetic vectors): recall latency,
     /// batched throughput on 1 vs 2 threads, remember and import rates, RSS.
     Scale(crate::scale::ScaleArgs),
+    /// Compare two result files of the same command: every number that
+    /// differs, with the change.
+    Compare(CompareArgs),
+}
+
+/// `recall-bench compare`.
+#[derive(Debug, clap::Args)]
+pub struct CompareArgs {
+    /// The baseline JSON.
+    pub before: PathBuf,
+    /// The new JSON.
+    pub after: PathBuf,
+    /// Only keys containing this text (e.g. `overall`).
+    #[arg(long)]
+    pub only: Option<String>,
 }
 
 /// Options every quality command takes.
@@ -121,11 +136,12 @@ pub struct SweepArgs {
     /// Vector weights (the lexical weight is 1 − w).
     #[arg(long, value_delimiter = ',', default_value = "0.3,0.45,0.55,0.65,0.8")]
     pub vector_weight: Vec<f32>,
-    /// BM25 normalizations: `sat:K` (saturation s/(s+K)), `max`, `minmax`.
+    /// BM25 normalizations: `sat:K` (saturation s/(s+K)), `att` (over the
+    /// query's attainable score), `max`, `minmax`.
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "sat:3,sat:5,sat:10,sat:20,max,minmax"
+        default_value = "sat:3,sat:5,sat:10,sat:20,att,max,minmax"
     )]
     pub bm25: Vec<String>,
     /// Decay half-lives in days.
@@ -159,7 +175,70 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Probes(a) => probes_command(&a),
         Command::Sweep(a) => sweep_command(&a).await,
         Command::Scale(a) => crate::scale::scale_command(&a).await,
+        Command::Compare(a) => compare_command(&a),
     }
+}
+
+/// Every numeric leaf of a JSON value, keyed by its path (`a.b[2].c`).
+fn numeric_leaves(value: &serde_json::Value, path: &str, out: &mut Vec<(String, f64)>) {
+    match value {
+        serde_json::Value::Number(n) => {
+            if let Some(v) = n.as_f64() {
+                out.push((path.to_string(), v));
+            }
+        }
+        serde_json::Value::Object(map) => {
+            for (k, v) in map {
+                let p = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                numeric_leaves(v, &p, out);
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                numeric_leaves(v, &format!("{path}[{i}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `compare`: a markdown table of the numbers that changed.
+pub fn compare_command(args: &CompareArgs) -> anyhow::Result<()> {
+    let read = |p: &Path| -> anyhow::Result<serde_json::Value> {
+        Ok(serde_json::from_slice(
+            &std::fs::read(p).with_context(|| p.display().to_string())?,
+        )?)
+    };
+    let (mut before, mut after) = (Vec::new(), Vec::new());
+    numeric_leaves(&read(&args.before)?, "", &mut before);
+    numeric_leaves(&read(&args.after)?, "", &mut after);
+    let before: std::collections::BTreeMap<String, f64> = before.into_iter().collect();
+    println!("| key | before | after | change |\n|---|---:|---:|---:|");
+    let mut changed = 0;
+    for (key, new) in after {
+        if args
+            .only
+            .as_ref()
+            .is_some_and(|o| !key.contains(o.as_str()))
+        {
+            continue;
+        }
+        let old = before.get(&key).copied();
+        if old == Some(new) {
+            continue;
+        }
+        changed += 1;
+        match old {
+            Some(old) => println!("| {key} | {old:.4} | {new:.4} | {:+.4} |", new - old),
+            None => println!("| {key} | – | {new:.4} | new |"),
+        }
+    }
+    println!("\n{changed} numbers differ");
+    Ok(())
 }
 
 /// The embedder for quality runs: the real model, never a stand-in.
@@ -390,14 +469,15 @@ pub fn probes_command(args: &ProbesArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Parses a BM25 normalization: `sat:K`, `max`, `minmax`.
+/// Parses a BM25 normalization: `sat:K`, `att`, `max`, `minmax`.
 pub fn parse_bm25(text: &str) -> anyhow::Result<Bm25Normalization> {
     match text {
         "max" => Ok(Bm25Normalization::MaxOfQuery),
+        "att" => Ok(Bm25Normalization::Attainable),
         "minmax" => Ok(Bm25Normalization::MinMax),
         other => {
             let k = other.strip_prefix("sat:").with_context(|| {
-                format!("unknown BM25 normalization {other:?} (sat:K, max, minmax)")
+                format!("unknown BM25 normalization {other:?} (sat:K, att, max, minmax)")
             })?;
             Ok(Bm25Normalization::Saturation { k: k.parse()? })
         }
@@ -409,6 +489,7 @@ fn bm25_label(n: Bm25Normalization) -> String {
         Bm25Normalization::Saturation { k } => format!("sat:{k}"),
         Bm25Normalization::MaxOfQuery => "max".into(),
         Bm25Normalization::MinMax => "minmax".into(),
+        Bm25Normalization::Attainable => "att".into(),
     }
 }
 

@@ -51,6 +51,13 @@ pub enum Bm25Normalization {
     MaxOfQuery,
     /// `(s − min) / (max − min)` over the candidates (research only).
     MinMax,
+    /// `b = min(1, s / Σ idf(t))` over the query's distinct terms: the share
+    /// of the query's information a document matches, as scored for one
+    /// occurrence of every term in a document of average length. Independent
+    /// of the other candidates (so abstention still works), and a document
+    /// matching only common words gets a small `b`. A term no document has
+    /// counts as if one document had it.
+    Attainable,
 }
 
 /// Weight of each kind in the score (§4.5).

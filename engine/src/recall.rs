@@ -320,6 +320,11 @@ impl RecallBuilder {
         let lexical = inner
             .lexical
             .search(&self.tenant, &banks, &self.query, pool + pool / 4)?;
+        let attainable = if matches!(config.bm25, Bm25Normalization::Attainable) {
+            inner.lexical.attainable(&self.query)?
+        } else {
+            0.0
+        };
 
         let state = self.engine.read_state()?;
         let Some(tenant) = state.tenant(&self.tenant) else {
@@ -370,7 +375,9 @@ impl RecallBuilder {
             .into_iter()
             .filter_map(|(i, (cosine, bm25))| {
                 let m = &tenant.memories[i];
-                let b = bm25.map_or(0.0, |s| normalize_bm25(config.bm25, s, min_s, max_s));
+                let b = bm25.map_or(0.0, |s| {
+                    normalize_bm25(config.bm25, s, min_s, max_s, attainable)
+                });
                 let rel = relevance(config, cosine, b, has_embedder);
                 // min_relevance is calibrated for the hybrid score. BM25 alone
                 // depends on corpus size (IDF), so without an embedder the gate

@@ -86,8 +86,18 @@ impl Breakdown {
 }
 
 /// Normalizes a raw BM25 score. `max`/`min` are over the candidate set and
-/// used only by the research normalizations.
-pub fn normalize_bm25(norm: Bm25Normalization, s: f32, min: f32, max: f32) -> f32 {
+/// used only by the research normalizations; `attainable` is the query's
+/// attainable score (Σ IDF of its terms), used by
+/// [`Bm25Normalization::Attainable`].
+///
+/// ```
+/// use recall::{Bm25Normalization, normalize_bm25};
+/// let sat = Bm25Normalization::Saturation { k: 10.0 };
+/// assert_eq!(normalize_bm25(sat, 10.0, 0.0, 50.0, 8.0), 0.5);
+/// assert_eq!(normalize_bm25(Bm25Normalization::Attainable, 4.0, 0.0, 50.0, 8.0), 0.5);
+/// assert_eq!(normalize_bm25(Bm25Normalization::Attainable, 12.0, 0.0, 50.0, 8.0), 1.0);
+/// ```
+pub fn normalize_bm25(norm: Bm25Normalization, s: f32, min: f32, max: f32, attainable: f32) -> f32 {
     if s <= 0.0 {
         return 0.0;
     }
@@ -105,6 +115,13 @@ pub fn normalize_bm25(norm: Bm25Normalization, s: f32, min: f32, max: f32) -> f3
                 (s - min) / (max - min)
             } else {
                 1.0
+            }
+        }
+        Bm25Normalization::Attainable => {
+            if attainable > 0.0 {
+                (s / attainable).min(1.0)
+            } else {
+                0.0
             }
         }
     }
@@ -177,10 +194,10 @@ mod tests {
     #[test]
     fn saturation_is_query_independent() {
         let n = Bm25Normalization::Saturation { k: 10.0 };
-        assert_eq!(normalize_bm25(n, 10.0, 0.0, 50.0), 0.5);
-        assert_eq!(normalize_bm25(n, 10.0, 0.0, 10.0), 0.5);
+        assert_eq!(normalize_bm25(n, 10.0, 0.0, 50.0, 1.0), 0.5);
+        assert_eq!(normalize_bm25(n, 10.0, 0.0, 10.0, 1.0), 0.5);
         assert_eq!(
-            normalize_bm25(Bm25Normalization::MaxOfQuery, 10.0, 0.0, 10.0),
+            normalize_bm25(Bm25Normalization::MaxOfQuery, 10.0, 0.0, 10.0, 1.0),
             1.0
         );
     }

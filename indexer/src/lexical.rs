@@ -464,6 +464,20 @@ impl LexicalIndex {
         Ok(hits)
     }
 
+    /// Σ idf over `text`'s distinct terms, with tantivy's BM25 idf
+    /// `ln(1 + (N − n + 0.5) / (n + 0.5))`; an unseen term counts as n = 1.
+    pub(crate) fn attainable(&self, text: &str) -> Result<f32> {
+        let searcher = self.reader.searcher();
+        let total = searcher.num_docs() as f32;
+        let mut sum = 0.0f32;
+        for t in self.terms(text) {
+            let term = Term::from_field_text(self.fields.text, &t);
+            let n = (searcher.doc_freq(&term)? as f32).max(1.0);
+            sum += (1.0 + (total - n + 0.5).max(0.0) / (n + 0.5)).ln();
+        }
+        Ok(sum)
+    }
+
     /// The distinct analyzed terms of `text` (lowercased, stemmed, no stop words).
     fn terms(&self, text: &str) -> BTreeSet<String> {
         let mut analyzer = self.analyzer.clone();

@@ -81,6 +81,14 @@ impl LexicalSearcher {
     ) -> Result<Vec<LexicalHit>> {
         self.index.search(tenant, banks, text, limit)
     }
+
+    /// The BM25 score one occurrence of each of `text`'s distinct terms
+    /// would earn in a document of average length: Σ idf(t) (a term no
+    /// document has counts as having document frequency 1). The ceiling
+    /// the `attainable` normalization divides by.
+    pub fn attainable(&self, text: &str) -> Result<f32> {
+        self.index.attainable(text)
+    }
 }
 
 /// The durable store. One writer at a time (`&mut self`); searching goes
