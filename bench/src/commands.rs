@@ -102,6 +102,9 @@ pub struct LocomoArgs {
     /// Only the first N conversations.
     #[arg(long)]
     pub conversations: Option<usize>,
+    /// Turns before each turn, in its session, written into its memory.
+    #[arg(long, default_value_t = 0)]
+    pub context: usize,
     /// Shared options.
     #[command(flatten)]
     pub common: Common,
@@ -133,6 +136,9 @@ pub struct SweepArgs {
     /// … or on a LongMemEval-format file (turn level).
     #[arg(long)]
     pub longmemeval: Option<PathBuf>,
+    /// LoCoMo: turns before each turn written into its memory.
+    #[arg(long, default_value_t = 0)]
+    pub context: usize,
     /// Vector weights (the lexical weight is 1 − w).
     #[arg(long, value_delimiter = ',', default_value = "0.3,0.45,0.55,0.65,0.8")]
     pub vector_weight: Vec<f32>,
@@ -414,7 +420,7 @@ pub async fn locomo_command(args: &LocomoArgs) -> anyhow::Result<Vec<Report>> {
     if let Some(n) = args.conversations {
         conversations.truncate(n);
     }
-    let haystacks = sources::locomo(&conversations);
+    let haystacks = sources::locomo(&conversations, args.context);
     let mut cache = open_cache(&args.common)?;
     let rankers = default_rankers();
     let (reports, stats, outcomes) = run(
@@ -428,7 +434,7 @@ pub async fn locomo_command(args: &LocomoArgs) -> anyhow::Result<Vec<Report>> {
     let value = quality_json(
         "locomo",
         &args.file,
-        json!({"level": "turn", "categories": [1, 2, 3, 4], "conversations": conversations.len()}),
+        json!({"level": "turn", "categories": [1, 2, 3, 4], "conversations": conversations.len(), "context": args.context}),
         &args.common.ks,
         &reports,
         &stats,
@@ -647,7 +653,10 @@ fn varies_only(point: &Point, param: &str) -> bool {
 /// accuracy on LongMemEval-format data) with the others at their defaults.
 pub async fn sweep_command(args: &SweepArgs) -> anyhow::Result<()> {
     let (haystacks, data) = match (&args.locomo, &args.longmemeval) {
-        (Some(file), _) => (sources::locomo(&locomo::load(file)?), file.clone()),
+        (Some(file), _) => (
+            sources::locomo(&locomo::load(file)?, args.context),
+            file.clone(),
+        ),
         (None, Some(file)) => {
             let instances = longmemeval::load(file)?;
             (

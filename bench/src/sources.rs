@@ -106,19 +106,29 @@ pub fn longmemeval(instances: &[Instance], granularity: Granularity) -> (Vec<Hay
 /// One haystack per conversation, turn level (`dia_id`), text
 /// `<speaker>: <text>` (+ ` [image: <caption>]`), categories 1–4 with
 /// evidence (the dataset README's rules). Questions are asked a day after
-/// the last session.
-pub fn locomo(conversations: &[Conversation]) -> Vec<Haystack> {
+/// the last session. With `context` > 0 each memory also holds the
+/// `context` turns before it in its session, one per line above it (the
+/// hit still credits only its own turn): an answer often only makes sense
+/// with the question it answers.
+pub fn locomo(conversations: &[Conversation], context: usize) -> Vec<Haystack> {
     conversations
         .iter()
         .map(|c| {
-            let docs: Vec<Doc> = c
-                .turns()
-                .map(|(s, t)| Doc {
-                    unit: t.dia_id.clone(),
-                    text: t.document(),
-                    at: s.date,
-                })
-                .collect();
+            let mut docs = Vec::new();
+            for s in &c.sessions {
+                for (i, t) in s.turns.iter().enumerate() {
+                    let mut lines: Vec<String> = s.turns[i.saturating_sub(context)..i]
+                        .iter()
+                        .map(|p| p.document())
+                        .collect();
+                    lines.push(t.document());
+                    docs.push(Doc {
+                        unit: t.dia_id.clone(),
+                        text: lines.join("\n"),
+                        at: s.date,
+                    });
+                }
+            }
             let asked =
                 c.sessions.iter().map(|s| s.date).max().unwrap_or_default() + Duration::days(1);
             let questions =

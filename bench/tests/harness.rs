@@ -106,6 +106,7 @@ async fn locomo_fixture_scores_what_was_worked_out_by_hand() {
     let args = LocomoArgs {
         file: fixture("locomo_tiny.json"),
         conversations: None,
+        context: 0,
         common: common(dir.path(), "locomo.json"),
     };
     locomo_command(&args).await.unwrap();
@@ -188,6 +189,7 @@ async fn a_dozen_generated_probes_and_one_locomo_conversation_run_end_to_end() {
     let reports = locomo_command(&LocomoArgs {
         file: locomo,
         conversations: Some(1),
+        context: 0,
         common: common(dir.path(), "locomo-one.json"),
     })
     .await
