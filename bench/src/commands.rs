@@ -371,47 +371,57 @@ fn finish(
     Ok(())
 }
 
+/// Scores the default rankers on `haystacks`, prints and writes the
+/// results (JSON, markdown, per-question traces).
+async fn quality_run(
+    command: &str,
+    file: &Path,
+    haystacks: Vec<crate::eval::Haystack>,
+    settings: serde_json::Value,
+    title: &str,
+    common: &Common,
+) -> anyhow::Result<Vec<Report>> {
+    let mut cache = open_cache(common)?;
+    let rankers = default_rankers();
+    let (reports, stats, outcomes) =
+        run(haystacks, &rankers, &common.ks, &mut cache, !common.quiet).await?;
+    let value = quality_json(command, file, settings, &common.ks, &reports, &stats);
+    let traces: Vec<serde_json::Value> = outcomes
+        .iter()
+        .flat_map(|o| o.traces.iter().cloned())
+        .collect();
+    finish(
+        &format!("bench-results/{command}.json"),
+        common,
+        title,
+        &value,
+        &reports,
+        &stats,
+        &traces,
+    )?;
+    Ok(reports)
+}
+
 /// `longmemeval`: returns the reports (engine, dense, bm25).
 pub async fn longmemeval_command(args: &LongMemEvalArgs) -> anyhow::Result<Vec<Report>> {
     let instances = longmemeval::load(&args.file)?;
     let (haystacks, skipped) = sources::longmemeval(&instances, args.granularity);
-    let mut cache = open_cache(&args.common)?;
-    let rankers = default_rankers();
-    let (reports, stats, outcomes) = run(
-        haystacks,
-        &rankers,
-        &args.common.ks,
-        &mut cache,
-        !args.common.quiet,
-    )
-    .await?;
-    let value = quality_json(
-        "longmemeval",
-        &args.file,
-        json!({"granularity": args.granularity, "skipped_without_gold": skipped}),
-        &args.common.ks,
-        &reports,
-        &stats,
-    );
     let title = format!(
         "LongMemEval-format run: {} ({:?} level, {} instances, {skipped} skipped without gold)",
         args.file.display(),
         args.granularity,
         instances.len()
     );
-    finish(
-        "bench-results/longmemeval.json",
-        &args.common,
+    let settings = json!({"granularity": args.granularity, "skipped_without_gold": skipped});
+    quality_run(
+        "longmemeval",
+        &args.file,
+        haystacks,
+        settings,
         &title,
-        &value,
-        &reports,
-        &stats,
-        &outcomes
-            .iter()
-            .flat_map(|o| o.traces.iter().cloned())
-            .collect::<Vec<_>>(),
-    )?;
-    Ok(reports)
+        &args.common,
+    )
+    .await
 }
 
 /// `locomo`: returns the reports (engine, dense, bm25).
@@ -421,42 +431,26 @@ pub async fn locomo_command(args: &LocomoArgs) -> anyhow::Result<Vec<Report>> {
         conversations.truncate(n);
     }
     let haystacks = sources::locomo(&conversations, args.context);
-    let mut cache = open_cache(&args.common)?;
-    let rankers = default_rankers();
-    let (reports, stats, outcomes) = run(
-        haystacks,
-        &rankers,
-        &args.common.ks,
-        &mut cache,
-        !args.common.quiet,
-    )
-    .await?;
-    let value = quality_json(
-        "locomo",
-        &args.file,
-        json!({"level": "turn", "categories": [1, 2, 3, 4], "conversations": conversations.len(), "context": args.context}),
-        &args.common.ks,
-        &reports,
-        &stats,
-    );
     let title = format!(
         "LoCoMo, turn level, categories 1–4: {} ({} conversations)",
         args.file.display(),
         conversations.len()
     );
-    finish(
-        "bench-results/locomo.json",
-        &args.common,
+    let settings = json!({
+        "level": "turn",
+        "categories": [1, 2, 3, 4],
+        "conversations": conversations.len(),
+        "context": args.context,
+    });
+    quality_run(
+        "locomo",
+        &args.file,
+        haystacks,
+        settings,
         &title,
-        &value,
-        &reports,
-        &stats,
-        &outcomes
-            .iter()
-            .flat_map(|o| o.traces.iter().cloned())
-            .collect::<Vec<_>>(),
-    )?;
-    Ok(reports)
+        &args.common,
+    )
+    .await
 }
 
 /// `probes`.
