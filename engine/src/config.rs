@@ -184,7 +184,8 @@ pub struct WriteConfig {
     pub similar_threshold: f32,
     /// Longest content accepted, in bytes. Default 16 KiB.
     pub max_content_bytes: usize,
-    /// Records buffered in the write-ahead log before a table flush. Default 1,024.
+    /// Records buffered in the write-ahead log before a background flush
+    /// writes them to the tables. Default 8,192.
     pub flush_every: usize,
 }
 
@@ -194,7 +195,7 @@ impl Default for WriteConfig {
             dedup_threshold: 0.94,
             similar_threshold: 0.82,
             max_content_bytes: 16 * 1024,
-            flush_every: 1024,
+            flush_every: 8192,
         }
     }
 }

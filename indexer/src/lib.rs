@@ -46,6 +46,7 @@ mod embedder;
 mod erase;
 mod error;
 mod lexical;
+mod partitions;
 mod rows;
 mod store;
 mod table;

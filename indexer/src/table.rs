@@ -11,11 +11,12 @@ use arrow_array::{
     Array, ArrayRef, FixedSizeListArray, Float32Array, Int64Array, RecordBatch, StringArray,
     UInt64Array,
 };
+use arrow_buffer::NullBuffer;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use futures::TryStreamExt;
 use lancedb::query::{ExecutableQuery, QueryBase, Select};
-use lancedb::table::OptimizeAction;
 use lancedb::table::optimize::{CompactionOptions, Duration};
+use lancedb::table::{NaNVectorBehavior, OptimizeAction};
 use lancedb::{Connection, Table};
 
 use crate::erase::{EraseSelector, id_list, literal};
@@ -147,6 +148,7 @@ impl Tables {
         let batch = memories_to_batch(rows, self.dim)?;
         self.memories
             .add(batch)
+            .on_nan_vectors(NaNVectorBehavior::Keep)
             .execute()
             .await
             .map_err(IndexerError::lance(MEMORIES))?;
@@ -173,11 +175,11 @@ impl Tables {
         for row in rows {
             check_width(&row.vector, self.dim)?;
         }
-        let vectors = FixedSizeListArray::from_iter_primitive::<Float32Type, _, _>(
-            rows.iter()
-                .map(|r| Some(r.vector.iter().copied().map(Some))),
-            self.dim as i32,
-        );
+        let vectors = vector_array(
+            rows.iter().map(|r| Some(r.vector.as_slice())),
+            rows.len(),
+            self.dim,
+        )?;
         let columns: Vec<ArrayRef> = vec![
             Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.seq))),
             Arc::new(StringArray::from_iter_values(
@@ -192,6 +194,7 @@ impl Tables {
             .map_err(|e| IndexerError::corrupt("vector batch", e.to_string()))?;
         self.vectors
             .add(batch)
+            .on_nan_vectors(NaNVectorBehavior::Keep)
             .execute()
             .await
             .map_err(IndexerError::lance(VECTORS))?;
@@ -382,6 +385,28 @@ async fn scan(table: &Table, name: &str) -> Result<Vec<RecordBatch>> {
         .map_err(IndexerError::lance(name))
 }
 
+/// The vector column from one flat buffer (rows without a vector are null
+/// and zero-filled): one copy per row instead of an iterator per float.
+fn vector_array<'a>(
+    vectors: impl Iterator<Item = Option<&'a [f32]>>,
+    rows: usize,
+    dim: usize,
+) -> Result<FixedSizeListArray> {
+    let mut flat = Vec::with_capacity(rows * dim);
+    let mut valid = Vec::with_capacity(rows);
+    for vector in vectors {
+        match vector {
+            Some(v) => flat.extend_from_slice(v),
+            None => flat.resize(flat.len() + dim, 0.0),
+        }
+        valid.push(vector.is_some());
+    }
+    let item = Arc::new(Field::new("item", DataType::Float32, true));
+    let nulls = valid.iter().any(|v| !v).then(|| NullBuffer::from(valid));
+    FixedSizeListArray::try_new(item, dim as i32, Arc::new(Float32Array::from(flat)), nulls)
+        .map_err(|e| IndexerError::corrupt("vector column", e.to_string()))
+}
+
 fn memories_to_batch(rows: &[&MemoryRow], dim: usize) -> Result<RecordBatch> {
     let text = |f: fn(&MemoryRow) -> &str| -> ArrayRef {
         Arc::new(StringArray::from_iter_values(rows.iter().map(|r| f(r))))
@@ -401,11 +426,7 @@ fn memories_to_batch(rows: &[&MemoryRow], dim: usize) -> Result<RecordBatch> {
             check_width(v, dim)?;
         }
     }
-    let vectors = FixedSizeListArray::from_iter_primitive::<Float32Type, _, _>(
-        rows.iter()
-            .map(|r| r.vector.as_ref().map(|v| v.iter().copied().map(Some))),
-        dim as i32,
-    );
+    let vectors = vector_array(rows.iter().map(|r| r.vector.as_deref()), rows.len(), dim)?;
     let columns: Vec<ArrayRef> = vec![
         Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.seq))),
         text(|r| &r.id),

@@ -5,6 +5,11 @@
 //! batch of records]`. One frame per acknowledged call, so a batch is applied
 //! whole or not at all. Replay stops at the first short or damaged frame (a
 //! write torn by a crash, never acknowledged) and cuts the file there.
+//!
+//! A flush to the tables runs in the background: the log being flushed is
+//! *sealed* (renamed aside, [`SEALED`]) and writes go on into a fresh log.
+//! The sealed log is deleted once its records are in the tables; if a crash
+//! comes first, the next open replays it before the active log.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -15,6 +20,9 @@ use crate::rows::Record;
 
 /// Largest frame accepted at replay; anything bigger is treated as damage.
 const MAX_FRAME: u32 = 1 << 30;
+
+/// File name of a log sealed for a background flush, beside the active log.
+pub(crate) const SEALED: &str = "wal.sealed.log";
 
 /// An append-only, fsynced log of record batches.
 #[derive(Debug)]
@@ -88,6 +96,25 @@ impl Wal {
         Ok(())
     }
 
+    /// Moves the log's file to `sealed` and continues in a fresh, empty file
+    /// at the old path. Everything appended so far is then in `sealed`.
+    pub(crate) fn seal(&mut self, sealed: &Path) -> Result<()> {
+        std::fs::rename(&self.path, sealed).map_err(IndexerError::io(sealed))?;
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .read(true)
+            .write(true)
+            .open(&self.path)
+            .map_err(IndexerError::io(&self.path))?;
+        // The rename and the new file are durable before anything is
+        // acknowledged into the new file.
+        sync_dir(&self.path)?;
+        self.file = file;
+        self.bytes = 0;
+        Ok(())
+    }
+
     /// Empties the log once everything in it is in the tables.
     pub(crate) fn reset(&mut self) -> Result<()> {
         let path = &self.path;
@@ -104,6 +131,33 @@ impl Wal {
     pub(crate) fn len(&self) -> u64 {
         self.bytes
     }
+}
+
+/// The batches of a sealed log, if there is one (a torn tail is ignored: it
+/// was never acknowledged).
+pub(crate) fn read_sealed(path: &Path) -> Result<Vec<Vec<Record>>> {
+    match std::fs::read(path) {
+        Ok(raw) => Ok(decode(&raw).0),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(IndexerError::io(path)(e)),
+    }
+}
+
+/// Deletes a sealed log whose records are all in the tables.
+pub(crate) fn remove_sealed(path: &Path) -> Result<()> {
+    match std::fs::remove_file(path) {
+        Ok(()) => sync_dir(path),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(IndexerError::io(path)(e)),
+    }
+}
+
+/// fsyncs the directory holding `path`, making a rename or removal in it durable.
+fn sync_dir(path: &Path) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(IndexerError::io(dir))
 }
 
 /// Decodes frames until the first damaged one; returns the batches and the
@@ -171,6 +225,31 @@ mod tests {
         drop(wal);
         let (_, batches) = Wal::open(&path).unwrap();
         assert_eq!(batches.len(), 3);
+    }
+
+    #[test]
+    fn a_sealed_log_keeps_what_was_appended_and_the_new_log_starts_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("wal.log");
+        let sealed = dir.path().join(SEALED);
+        let (mut wal, _) = Wal::open(&path).unwrap();
+        wal.append(&[event(1), event(2)]).unwrap();
+        wal.seal(&sealed).unwrap();
+        assert_eq!(wal.len(), 0);
+        wal.append(&[event(3)]).unwrap();
+        drop(wal);
+        let old = read_sealed(&sealed).unwrap();
+        assert_eq!(
+            old.concat().iter().map(Record::seq).collect::<Vec<_>>(),
+            [1, 2]
+        );
+        let (_, new) = Wal::open(&path).unwrap();
+        assert_eq!(
+            new.concat().iter().map(Record::seq).collect::<Vec<_>>(),
+            [3]
+        );
+        remove_sealed(&sealed).unwrap();
+        assert!(read_sealed(&sealed).unwrap().is_empty());
     }
 
     #[test]

@@ -11,9 +11,16 @@ use recall::{
 };
 use uuid::Uuid;
 
-/// The hash embedder keeps these tests about storage, not the model.
+/// The hash embedder keeps these tests about storage, not the model. The
+/// log is flushed to the tables every few records, so kills and reads land
+/// during background flushes (a sealed log beside the active one) too.
 fn fast_config(dir: &std::path::Path) -> Config {
-    Config::new(dir).model(ModelSource::Custom(Arc::new(HashEmbedder::new(384))))
+    Config::new(dir)
+        .model(ModelSource::Custom(Arc::new(HashEmbedder::new(384))))
+        .write(WriteConfig {
+            flush_every: 4,
+            ..WriteConfig::default()
+        })
 }
 
 fn unique_text(prefix: &str) -> (String, String) {
@@ -188,6 +195,7 @@ async fn readers_never_see_a_partial_write() {
     // short texts collide, and a batch must be stored whole to be checked.
     let config = fast_config(dir.path()).write(WriteConfig {
         dedup_threshold: f32::INFINITY,
+        flush_every: 4,
         ..WriteConfig::default()
     });
     let engine = Engine::open(config).await.unwrap();

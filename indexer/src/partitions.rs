@@ -1,0 +1,171 @@
+//! Coarse partitions of one tenant's vectors: spherical k-means centroids and
+//! one list of rows per centroid (an inverted file, "IVF").
+//!
+//! A large tenant's scan visits only the lists whose centroids are closest
+//! to the query, so its cost follows the share of rows probed, not the
+//! tenant's size. Training runs once the tenant reaches
+//! [`PARTITION_FROM`] rows, on a sample, and again each time the tenant has
+//! grown eightfold (so centroids follow what the tenant now holds); rows
+//! added between trainings are assigned to their nearest centroid in
+//! batches of [`ASSIGN_BATCH`], and the few not yet assigned are scanned
+//! exhaustively, so no row is ever out of reach.
+
+use ndarray::{Array2, ArrayView2, Axis};
+use rayon::prelude::*;
+
+/// Rows at which a tenant gets partitions.
+pub(crate) const PARTITION_FROM: usize = 16_384;
+/// Rows assigned to lists at once (the unassigned tail is scanned in full).
+pub(crate) const ASSIGN_BATCH: usize = 1024;
+/// Number of centroids.
+const CENTROIDS: usize = 256;
+/// Rows the k-means sees.
+const TRAIN_SAMPLE: usize = 16_384;
+/// Lloyd iterations.
+const ITERATIONS: usize = 5;
+/// Rows assigned per matrix product (bounds the similarity matrix at 16 MiB).
+const ASSIGN_CHUNK: usize = 16_384;
+
+/// Centroids and their lists.
+#[derive(Debug, Clone)]
+pub(crate) struct Partitions {
+    dim: usize,
+    /// One unit vector per row.
+    centroids: Array2<f32>,
+    lists: Vec<Vec<u32>>,
+    /// Rows `0..assigned` are in a list.
+    assigned: usize,
+    /// Rows the tenant held when these centroids were trained.
+    trained_at: usize,
+}
+
+impl Partitions {
+    /// Trains centroids on the first `rows` rows of the row-major `data`
+    /// and assigns all of them.
+    pub(crate) fn train(data: &[f32], dim: usize, rows: usize) -> Partitions {
+        let k = CENTROIDS.min(rows.max(1));
+        let stride = (rows / TRAIN_SAMPLE).max(1);
+        let sample_rows: Vec<usize> = (0..rows).step_by(stride).take(TRAIN_SAMPLE).collect();
+        let mut sample = Array2::<f32>::zeros((sample_rows.len(), dim));
+        for (mut out, row) in sample.rows_mut().into_iter().zip(&sample_rows) {
+            out.iter_mut()
+                .zip(&data[row * dim..(row + 1) * dim])
+                .for_each(|(o, x)| *o = *x);
+        }
+        // Seeds spread evenly over the sample: deterministic, and a sample
+        // taken with a stride is already spread over the tenant's history.
+        let seed_stride = (sample_rows.len() / k).max(1);
+        let mut centroids = Array2::<f32>::zeros((k, dim));
+        for (c, mut out) in centroids.rows_mut().into_iter().enumerate() {
+            out.assign(&sample.row((c * seed_stride).min(sample_rows.len() - 1)));
+        }
+        for _ in 0..ITERATIONS {
+            let nearest = nearest_centroids(sample.view(), &centroids);
+            let mut sums = Array2::<f32>::zeros((k, dim));
+            for (row, c) in nearest.iter().enumerate() {
+                let mut sum = sums.row_mut(*c as usize);
+                sum += &sample.row(row);
+            }
+            for (mut sum, mut centroid) in sums.rows_mut().into_iter().zip(centroids.rows_mut()) {
+                let norm = sum.dot(&sum).sqrt();
+                // An empty cluster keeps its old centroid.
+                if norm > 0.0 {
+                    sum /= norm;
+                    centroid.assign(&sum);
+                }
+            }
+        }
+        let mut partitions = Partitions {
+            dim,
+            centroids,
+            lists: vec![Vec::new(); k],
+            assigned: 0,
+            trained_at: rows,
+        };
+        partitions.assign(data, rows);
+        partitions
+    }
+
+    /// Assigns rows `assigned..upto` of `data` to their nearest centroid.
+    pub(crate) fn assign(&mut self, data: &[f32], upto: usize) {
+        if upto <= self.assigned {
+            return;
+        }
+        let dim = self.dim;
+        let from = self.assigned;
+        let nearest: Vec<Vec<u32>> = (from..upto)
+            .step_by(ASSIGN_CHUNK)
+            .collect::<Vec<_>>()
+            .into_par_iter()
+            .map(|start| {
+                let end = (start + ASSIGN_CHUNK).min(upto);
+                match ArrayView2::from_shape((end - start, dim), &data[start * dim..end * dim]) {
+                    Ok(rows) => nearest_centroids(rows, &self.centroids),
+                    // Cannot happen (the rows are `dim` wide); the rows stay
+                    // reachable in the first list rather than misaligned.
+                    Err(_) => vec![0; end - start],
+                }
+            })
+            .collect();
+        for (row, c) in (from as u32..).zip(nearest.into_iter().flatten()) {
+            self.lists[c as usize].push(row);
+        }
+        self.assigned = upto;
+    }
+
+    /// Rows in a list.
+    pub(crate) fn assigned(&self) -> usize {
+        self.assigned
+    }
+
+    /// Rows the tenant held at the last training.
+    pub(crate) fn trained_at(&self) -> usize {
+        self.trained_at
+    }
+
+    /// The lists whose centroids are most similar to `query`, best first,
+    /// until they hold at least `rows` rows (or all lists).
+    pub(crate) fn probe(
+        &self,
+        query: &[f32],
+        rows: usize,
+        dot: fn(&[f32], &[f32]) -> f32,
+    ) -> Vec<&[u32]> {
+        let mut order: Vec<(usize, f32)> = self
+            .centroids
+            .rows()
+            .into_iter()
+            .enumerate()
+            .map(|(c, centroid)| {
+                let sim = centroid.as_slice().map_or(0.0, |s| dot(s, query));
+                (c, sim)
+            })
+            .collect();
+        order.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let mut covered = 0;
+        let mut lists = Vec::new();
+        for (c, _) in order {
+            if covered >= rows {
+                break;
+            }
+            covered += self.lists[c].len();
+            lists.push(self.lists[c].as_slice());
+        }
+        lists
+    }
+}
+
+/// For each row of `rows`, the index of its most similar centroid.
+fn nearest_centroids(rows: ArrayView2<'_, f32>, centroids: &Array2<f32>) -> Vec<u32> {
+    let sims = rows.dot(&centroids.t());
+    sims.axis_iter(Axis(0))
+        .map(|row| {
+            row.iter()
+                .enumerate()
+                .fold((0u32, f32::MIN), |best, (c, s)| {
+                    if *s > best.1 { (c as u32, *s) } else { best }
+                })
+                .0
+        })
+        .collect()
+}
