@@ -239,14 +239,14 @@ impl RecallBuilder {
     }
 
     /// Whether this caller may be served the memory now (§4.6, §7): active,
-    /// in a readable bank (`banks` holds the interned ids of the readable
+    /// in a readable bank (`banks[id]` is set for the interned ids of the readable
     /// banks, a `session:<id>` bank only with that session and not after the
     /// session ended), unexpired, not quarantined unless asked, inside the
     /// filters, confident enough. Runs once per row in the vector scan, so
     /// the cheap tests come first.
-    fn eligible(&self, banks: &[u32], tenant: &TenantState, i: usize, now_ms: i64) -> bool {
+    fn eligible(&self, banks: &[bool], tenant: &TenantState, i: usize, now_ms: i64) -> bool {
         let meta = &tenant.meta[i];
-        if !(banks.contains(&meta.bank_id)
+        if !(banks.get(meta.bank_id as usize).copied().unwrap_or(false)
             && meta.active
             && meta.expires_at_ms > now_ms
             && (self.include_quarantined || !meta.quarantined))
@@ -295,17 +295,25 @@ impl RecallBuilder {
             .collect()
     }
 
-    /// Interned ids of the banks this caller may read in `tenant` now (a
-    /// session's bank not after the session ended).
-    fn readable_banks(&self, tenant: &TenantState) -> Vec<u32> {
-        self.readable_names()
+    /// Which of `tenant`'s banks this caller may read now (a session's bank
+    /// not after the session ended), indexed by interned bank id: the
+    /// vector scan asks once per row.
+    fn readable_banks(&self, tenant: &TenantState) -> Vec<bool> {
+        let mut readable = vec![false; tenant.bank_ids.len()];
+        for id in self
+            .readable_names()
             .into_iter()
             .filter(|bank| {
                 bank.strip_prefix("session:")
                     .is_none_or(|s| !tenant.ended_sessions.contains_key(s))
             })
             .filter_map(|bank| tenant.bank_id(bank))
-            .collect()
+        {
+            if let Some(slot) = readable.get_mut(id as usize) {
+                *slot = true;
+            }
+        }
+        readable
     }
 
     fn rank(&self, query_vector: Option<&[f32]>) -> Result<RecallResult> {
@@ -315,17 +323,6 @@ impl RecallBuilder {
         let now_ms = to_ms(now);
         let banks = self.readable_names();
         let pool = config.candidate_pool.max(self.k);
-        // Forgotten and superseded memories stay in the BM25 index, so ask
-        // for a quarter more than the pool and keep the eligible ones.
-        let lexical = inner
-            .lexical
-            .search(&self.tenant, &banks, &self.query, pool + pool / 4)?;
-        let attainable = if matches!(config.bm25, Bm25Normalization::Attainable) {
-            inner.lexical.attainable(&self.query)?
-        } else {
-            0.0
-        };
-
         let state = self.engine.read_state()?;
         let Some(tenant) = state.tenant(&self.tenant) else {
             return Ok(RecallResult {
@@ -337,13 +334,35 @@ impl RecallBuilder {
         let readable = self.readable_banks(tenant);
         let eligible = |i: usize| self.eligible(&readable, tenant, i, now_ms);
 
+        // The two candidate stages run side by side.
+        let (lexical, nearest) = rayon::join(
+            || -> Result<_> {
+                // Forgotten and superseded memories stay in the BM25 index,
+                // so ask for a quarter more than the pool and keep the eligible ones.
+                let hits =
+                    inner
+                        .lexical
+                        .search(&self.tenant, &banks, &self.query, pool + pool / 4)?;
+                let attainable = if matches!(config.bm25, Bm25Normalization::Attainable) {
+                    inner.lexical.attainable(&self.tenant, &self.query)?
+                } else {
+                    0.0
+                };
+                Ok((hits, attainable))
+            },
+            || {
+                query_vector
+                    .map(|q| tenant.vectors.nearest(q, pool, config.scan, eligible))
+                    .unwrap_or_default()
+            },
+        );
+        let (lexical, attainable) = lexical?;
+
         // index → (cosine, raw bm25)
-        let mut candidates: HashMap<usize, (Option<f32>, Option<f32>)> = HashMap::new();
-        if let Some(q) = query_vector {
-            for (i, cos) in tenant.vectors.nearest(q, pool, config.scan, eligible) {
-                candidates.insert(i, (Some(cos), None));
-            }
-        }
+        let mut candidates: HashMap<usize, (Option<f32>, Option<f32>)> = nearest
+            .into_iter()
+            .map(|(i, cos)| (i, (Some(cos), None)))
+            .collect();
         let mut taken = 0;
         for hit in lexical {
             let Some(&i) = tenant.by_seq.get(&hit.seq) else {
@@ -371,7 +390,9 @@ impl RecallBuilder {
             .fold((f32::MAX, 0f32), |(lo, hi), s| (lo.min(s), hi.max(s)));
         let has_embedder = inner.embedder.is_some();
         let total = candidates.len();
-        let mut hits: Vec<Hit> = candidates
+        // Scored first, viewed after the cut: building a memory's public view
+        // copies its text, worth doing only for the hits returned.
+        let mut scored: Vec<(usize, Breakdown)> = candidates
             .into_iter()
             .filter_map(|(i, (cosine, bm25))| {
                 let m = &tenant.memories[i];
@@ -402,11 +423,9 @@ impl RecallBuilder {
                     age,
                 );
                 let score = rel * kind_weight * decay * usage * drift * confidence;
-                Some(Hit {
-                    memory: tenant.view(i),
-                    via: None,
-                    score,
-                    breakdown: Breakdown {
+                Some((
+                    i,
+                    Breakdown {
                         cosine,
                         v: cosine.unwrap_or(0.0).max(0.0),
                         bm25,
@@ -419,7 +438,22 @@ impl RecallBuilder {
                         confidence,
                         score,
                     },
-                })
+                ))
+            })
+            .collect();
+        scored.sort_by(|(i, a), (j, b)| {
+            b.score
+                .total_cmp(&a.score)
+                .then(tenant.memories[*i].id.cmp(&tenant.memories[*j].id))
+        });
+        scored.truncate(self.k);
+        let mut hits: Vec<Hit> = scored
+            .into_iter()
+            .map(|(i, breakdown)| Hit {
+                memory: tenant.view(i),
+                via: None,
+                score: breakdown.score,
+                breakdown,
             })
             .collect();
         let by_score = |a: &Hit, b: &Hit| {
@@ -427,8 +461,6 @@ impl RecallBuilder {
                 .total_cmp(&a.score)
                 .then(a.memory.id.cmp(&b.memory.id))
         };
-        hits.sort_by(by_score);
-        hits.truncate(self.k);
         // Each top hit brings up to two linked memories not already present.
         let mut present: std::collections::HashSet<Uuid> =
             hits.iter().map(|h| h.memory.id).collect();

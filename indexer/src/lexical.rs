@@ -2,24 +2,39 @@
 //!
 //! Documents carry the memory's store sequence number as a fast field (the
 //! engine maps it back to the memory), the tenant, and a `tenant|bank` scope
-//! term so the scope filter is part of the query itself. The analyzer is
-//! English: lowercase, stop words removed, stemmed. Each commit records the
-//! highest sequence number indexed, so at open the index is caught up from the
-//! tables, or rebuilt when it cannot be opened.
+//! term. The analyzer is English: lowercase, stop words removed, stemmed.
+//! Each commit records the highest sequence number indexed, so at open the
+//! index is caught up from the tables, or rebuilt when it cannot be opened.
+//!
+//! Every indexed term carries its document's tenant (`tenant␟term`). So a
+//! query's terms name the tenant — another tenant's document cannot match,
+//! by construction — and a query is a plain union of term queries, which
+//! tantivy answers with block-max WAND (a filter clause beside the terms
+//! would make it score every match). The banks a caller may read are
+//! checked on each hit (a fast field holds a key of the document's bank);
+//! when too few hits survive that check, the search widens, and at worst
+//! runs with the scope as a filter clause. The BM25 statistics are the
+//! tenant's own ([`TenantStatistics`]): a term's document frequency counts
+//! only the tenant's documents, and so does the document count, so scores do
+//! not depend on other tenants' data.
 
-use std::collections::BTreeSet;
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use tantivy::collector::TopDocs;
-use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery};
+use tantivy::query::{
+    Bm25StatisticsProvider, BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery,
+};
 use tantivy::schema::{
     FAST, Field, IndexRecordOption, STRING, Schema, TextFieldIndexing, TextOptions,
 };
 use tantivy::tokenizer::{
-    Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer,
+    Language, LowerCaser, PreTokenizedString, RemoveLongFilter, SimpleTokenizer, Stemmer,
+    StopWordFilter, TextAnalyzer, Token,
 };
-use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term, doc};
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term};
 
 use crate::erase::EraseSelector;
 use crate::error::{IndexerError, Result};
@@ -35,6 +50,8 @@ struct Fields {
     id: Field,
     tenant: Field,
     scope: Field,
+    /// [`bank_key`] of the document's bank.
+    bank: Field,
     text: Field,
 }
 
@@ -43,6 +60,27 @@ struct Fields {
 fn scope_term(tenant: &str, bank: &str) -> String {
     format!("{tenant}|{bank}")
 }
+
+/// Separates the tenant from the analyzed word in an indexed term; outside
+/// the alphabet of tenant names and of the analyzer's output.
+const TENANT_END: char = '\u{1f}';
+
+/// The indexed form of `word` in `tenant`'s documents.
+fn tenant_word(tenant: &str, word: &str) -> String {
+    format!("{tenant}{TENANT_END}{word}")
+}
+
+/// A stable 64-bit key of a bank name (FNV-1a), stored per document so a
+/// hit's bank is checked without reading stored fields.
+fn bank_key(bank: &str) -> u64 {
+    bank.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// How many times the requested hits a search fetches before it falls
+/// back to filtering by scope inside the query.
+const MAX_WIDENING: usize = 16;
 
 /// One lexical hit: the memory's sequence number and its raw BM25 score.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -85,7 +123,10 @@ fn schema() -> (Schema, Fields) {
         id: builder.add_text_field("id", STRING),
         tenant: builder.add_text_field("tenant", STRING),
         scope: builder.add_text_field("scope", STRING),
-        text: builder.add_text_field("text", text_options),
+        bank: builder.add_u64_field("bank_key", FAST),
+        // Named for its tenant-qualified terms: an index of the older kind
+        // has a field `text`, differs in schema, and is rebuilt from the tables.
+        text: builder.add_text_field("tenant_text", text_options),
     };
     (builder.build(), fields)
 }
@@ -321,13 +362,14 @@ impl LexicalIndex {
                 Some(title) => format!("{title}\n{}", row.content),
                 None => row.content.clone(),
             };
-            state.writer.add_document(doc!(
-                self.fields.seq => row.seq,
-                self.fields.id => row.id.as_str(),
-                self.fields.tenant => row.tenant.as_str(),
-                self.fields.scope => scope_term(&row.tenant, &row.bank),
-                self.fields.text => text,
-            ))?;
+            let mut doc = TantivyDocument::default();
+            doc.add_u64(self.fields.seq, row.seq);
+            doc.add_text(self.fields.id, &row.id);
+            doc.add_text(self.fields.tenant, &row.tenant);
+            doc.add_text(self.fields.scope, scope_term(&row.tenant, &row.bank));
+            doc.add_u64(self.fields.bank, bank_key(&row.bank));
+            doc.add_pre_tokenized_text(self.fields.text, self.tenant_tokens(&row.tenant, &text));
+            state.writer.add_document(doc)?;
             state.added_seq = row.seq;
             state.dirty = true;
         }
@@ -353,10 +395,6 @@ impl LexicalIndex {
         Ok(())
     }
 
-    /// BM25 top `limit` within one tenant and the given banks.
-    ///
-    /// The scope is part of the query (zero-scored filter clauses), so no
-    /// other tenant's or bank's document can be a candidate.
     /// Deletes the documents `selector` covers, commits, merges every
     /// segment into one (a deleted document's terms stay in its segment until
     /// a merge rewrites it) and removes the files no longer used.
@@ -393,6 +431,8 @@ impl LexicalIndex {
         Ok(())
     }
 
+    /// BM25 top `limit` within one tenant and the given banks, scored with
+    /// the tenant's own statistics.
     pub(crate) fn search(
         &self,
         tenant: &str,
@@ -407,53 +447,91 @@ impl LexicalIndex {
             let mut state = self.lock()?;
             self.commit_locked(&mut state)?;
         }
-        let terms = self.terms(text);
-        if terms.is_empty() {
+        let words: Vec<Box<dyn Query>> = self
+            .terms(text)
+            .iter()
+            .map(|word| {
+                let term = Term::from_field_text(self.fields.text, &tenant_word(tenant, word));
+                Box::new(TermQuery::new(term, IndexRecordOption::WithFreqs)) as Box<dyn Query>
+            })
+            .collect();
+        if words.is_empty() {
             return Ok(Vec::new());
         }
-        let words: Vec<(Occur, Box<dyn Query>)> = terms
-            .into_iter()
-            .map(|t| {
-                let term = Term::from_field_text(self.fields.text, &t);
-                let q: Box<dyn Query> =
-                    Box::new(TermQuery::new(term, IndexRecordOption::WithFreqs));
-                (Occur::Should, q)
-            })
-            .collect();
-        // One term per readable (tenant, bank) pair: the tenant is part of
-        // every term, so no other tenant's document can match.
-        let scope_clauses: Vec<(Occur, Box<dyn Query>)> = banks
+        let union = || BooleanQuery::union(words.iter().map(|q| q.box_clone()).collect());
+        let readable: Vec<u64> = banks.iter().map(|b| bank_key(b)).collect();
+        let searcher = self.reader.searcher();
+        let statistics = TenantStatistics::new(&searcher, self.fields, tenant)?;
+        let mut fetch = limit;
+        loop {
+            let top = searcher.search_with_statistics_provider(
+                &union(),
+                &TopDocs::with_limit(fetch).order_by_score(),
+                &statistics,
+            )?;
+            let exhausted = top.len() < fetch;
+            let hits = self.readable_hits(&searcher, top, &readable)?;
+            if hits.len() >= limit || exhausted {
+                return Ok(hits.into_iter().take(limit).collect());
+            }
+            if fetch >= limit * MAX_WIDENING {
+                break;
+            }
+            fetch *= 4;
+        }
+        // Most matches are in banks this caller may not read: filter by
+        // scope inside the query (exact, without WAND's skipping).
+        let scopes: Vec<(Occur, Box<dyn Query>)> = banks
             .iter()
             .map(|b| {
-                let q: Box<dyn Query> = Box::new(TermQuery::new(
-                    Term::from_field_text(self.fields.scope, &scope_term(tenant, b)),
-                    IndexRecordOption::Basic,
-                ));
+                let term = Term::from_field_text(self.fields.scope, &scope_term(tenant, b));
+                let q: Box<dyn Query> = Box::new(TermQuery::new(term, IndexRecordOption::Basic));
                 (Occur::Should, q)
             })
             .collect();
-        let query = BooleanQuery::new(vec![
-            (
-                Occur::Must,
-                Box::new(BooleanQuery::new(words)) as Box<dyn Query>,
-            ),
+        let filtered = BooleanQuery::new(vec![
+            (Occur::Must, Box::new(union()) as Box<dyn Query>),
             (
                 Occur::Must,
                 Box::new(ConstScoreQuery::new(
-                    Box::new(BooleanQuery::new(scope_clauses)),
+                    Box::new(BooleanQuery::new(scopes)),
                     0.0,
                 )),
             ),
         ]);
-        let searcher = self.reader.searcher();
-        let top = searcher.search(&query, &TopDocs::with_limit(limit).order_by_score())?;
+        let top = searcher.search_with_statistics_provider(
+            &filtered,
+            &TopDocs::with_limit(limit).order_by_score(),
+            &statistics,
+        )?;
+        self.readable_hits(&searcher, top, &readable)
+    }
+
+    /// The hits whose bank is readable, best first.
+    fn readable_hits(
+        &self,
+        searcher: &Searcher,
+        top: Vec<(f32, tantivy::DocAddress)>,
+        readable: &[u64],
+    ) -> Result<Vec<LexicalHit>> {
         let mut hits = Vec::with_capacity(top.len());
+        // Columns opened once per segment, not once per hit.
+        let mut columns = HashMap::new();
         for (score, address) in top {
-            let column = searcher
-                .segment_reader(address.segment_ord)
-                .fast_fields()
-                .u64("seq")?;
-            let seq = column.first(address.doc_id).ok_or_else(|| {
+            let (bank, seq) = match columns.entry(address.segment_ord) {
+                Entry::Occupied(open) => open.into_mut(),
+                Entry::Vacant(slot) => {
+                    let fast = searcher.segment_reader(address.segment_ord).fast_fields();
+                    slot.insert((fast.u64("bank_key")?, fast.u64("seq")?))
+                }
+            };
+            if !bank
+                .first(address.doc_id)
+                .is_some_and(|b| readable.contains(&b))
+            {
+                continue;
+            }
+            let seq = seq.first(address.doc_id).ok_or_else(|| {
                 IndexerError::corrupt(
                     format!("lexical index at {}", self.path.display()),
                     "document without a sequence number",
@@ -464,18 +542,38 @@ impl LexicalIndex {
         Ok(hits)
     }
 
-    /// Σ idf over `text`'s distinct terms, with tantivy's BM25 idf
-    /// `ln(1 + (N − n + 0.5) / (n + 0.5))`; an unseen term counts as n = 1.
-    pub(crate) fn attainable(&self, text: &str) -> Result<f32> {
+    /// Σ idf over `text`'s distinct terms with the tenant's statistics and
+    /// tantivy's BM25 idf `ln(1 + (N − n + 0.5) / (n + 0.5))`; a term the
+    /// tenant never used counts as n = 1.
+    pub(crate) fn attainable(&self, tenant: &str, text: &str) -> Result<f32> {
         let searcher = self.reader.searcher();
-        let total = searcher.num_docs() as f32;
+        let statistics = TenantStatistics::new(&searcher, self.fields, tenant)?;
+        let total = statistics.docs as f32;
         let mut sum = 0.0f32;
-        for t in self.terms(text) {
-            let term = Term::from_field_text(self.fields.text, &t);
+        for word in self.terms(text) {
+            let term = Term::from_field_text(self.fields.text, &tenant_word(tenant, &word));
             let n = (searcher.doc_freq(&term)? as f32).max(1.0);
             sum += (1.0 + (total - n + 0.5).max(0.0) / (n + 0.5)).ln();
         }
         Ok(sum)
+    }
+
+    /// `text` analyzed, each token qualified by the tenant.
+    fn tenant_tokens(&self, tenant: &str, text: &str) -> PreTokenizedString {
+        let mut analyzer = self.analyzer.clone();
+        let mut stream = analyzer.token_stream(text);
+        let mut tokens = Vec::new();
+        while stream.advance() {
+            let token = stream.token();
+            tokens.push(Token {
+                text: tenant_word(tenant, &token.text),
+                ..token.clone()
+            });
+        }
+        PreTokenizedString {
+            text: String::new(),
+            tokens,
+        }
     }
 
     /// The distinct analyzed terms of `text` (lowercased, stemmed, no stop words).
@@ -508,6 +606,38 @@ impl LexicalIndex {
         state.added_seq = 0;
         state.dirty = true;
         self.commit_locked(&mut state)
+    }
+}
+
+/// BM25 statistics of one tenant: its document count and its share of the
+/// index's tokens. (Document frequencies are the tenant's already: its
+/// terms are its own.)
+struct TenantStatistics<'a> {
+    searcher: &'a Searcher,
+    docs: u64,
+}
+
+impl<'a> TenantStatistics<'a> {
+    fn new(searcher: &'a Searcher, fields: Fields, tenant: &str) -> Result<TenantStatistics<'a>> {
+        let docs = searcher.doc_freq(&Term::from_field_text(fields.tenant, tenant))?;
+        Ok(TenantStatistics { searcher, docs })
+    }
+}
+
+impl Bm25StatisticsProvider for TenantStatistics<'_> {
+    fn total_num_tokens(&self, field: Field) -> tantivy::Result<u64> {
+        // The index-wide average length, kept with the tenant's count.
+        let tokens = self.searcher.total_num_tokens(field)?;
+        let all = self.searcher.total_num_docs()?.max(1);
+        Ok((tokens as u128 * self.docs as u128 / all as u128) as u64)
+    }
+
+    fn total_num_docs(&self) -> tantivy::Result<u64> {
+        Ok(self.docs.max(1))
+    }
+
+    fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
+        self.searcher.doc_freq(term)
     }
 }
 
@@ -567,6 +697,59 @@ mod tests {
                 .search("acme", &["org"], "the of", 10)
                 .unwrap()
                 .is_empty()
+        );
+    }
+
+    #[test]
+    fn another_tenants_documents_do_not_change_a_tenants_scores() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = LexicalIndex::open(dir.path()).unwrap();
+        let mine = [
+            row(1, "acme", "org", "ledger export retries twice"),
+            row(2, "acme", "org", "billing cron runs nightly"),
+        ];
+        index.add(&mine.iter().collect::<Vec<_>>()).unwrap();
+        let before = index.search("acme", &["org"], "ledger export", 10).unwrap();
+        let before_ceiling = index.attainable("acme", "ledger export").unwrap();
+        // Same length (the average length is index-wide), same words: under
+        // index-wide document frequencies these would make "ledger" common
+        // and lower acme's score.
+        let theirs: Vec<MemoryRow> = (0..50)
+            .map(|i| row(10 + i, "other", "org", "ledger export retries thrice"))
+            .collect();
+        index.add(&theirs.iter().collect::<Vec<_>>()).unwrap();
+        let after = index.search("acme", &["org"], "ledger export", 10).unwrap();
+        assert_eq!(before.len(), 1);
+        assert_eq!(after, before);
+        assert_eq!(
+            index.attainable("acme", "ledger export").unwrap(),
+            before_ceiling
+        );
+    }
+
+    #[test]
+    fn a_readable_bank_is_found_under_many_better_matches_in_unreadable_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = LexicalIndex::open(dir.path()).unwrap();
+        let mut rows: Vec<MemoryRow> = (0..500)
+            .map(|i| row(i + 1, "acme", "user:bob", "deploy deploy deploy cache"))
+            .collect();
+        rows.push(row(
+            1000,
+            "acme",
+            "org",
+            "deploy notes for the cache layer and more words",
+        ));
+        index.add(&rows.iter().collect::<Vec<_>>()).unwrap();
+        let hits = index.search("acme", &["org"], "deploy cache", 5).unwrap();
+        assert_eq!(hits.iter().map(|h| h.seq).collect::<Vec<_>>(), vec![1000]);
+        let both = index
+            .search("acme", &["org", "user:bob"], "deploy cache", 5)
+            .unwrap();
+        assert_eq!(both.len(), 5);
+        assert!(
+            both.iter().all(|h| h.seq != 1000),
+            "bob's stronger matches first"
         );
     }
 

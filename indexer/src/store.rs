@@ -80,7 +80,8 @@ pub struct LexicalSearcher {
 
 impl LexicalSearcher {
     /// BM25 top `limit` of `text` within `tenant` and `banks` (the scope is
-    /// part of the query). Raw tantivy scores.
+    /// part of every query term), with the tenant's own statistics. Raw
+    /// tantivy scores.
     pub fn search(
         &self,
         tenant: &str,
@@ -92,11 +93,12 @@ impl LexicalSearcher {
     }
 
     /// The BM25 score one occurrence of each of `text`'s distinct terms
-    /// would earn in a document of average length: Σ idf(t) (a term no
-    /// document has counts as having document frequency 1). The ceiling
-    /// the `attainable` normalization divides by.
-    pub fn attainable(&self, text: &str) -> Result<f32> {
-        self.index.attainable(text)
+    /// would earn in a document of average length, with `tenant`'s
+    /// statistics: Σ idf(t) (a term the tenant never used counts as having
+    /// document frequency 1). The ceiling the `attainable` normalization
+    /// divides by.
+    pub fn attainable(&self, tenant: &str, text: &str) -> Result<f32> {
+        self.index.attainable(tenant, text)
     }
 }
 

@@ -26,7 +26,7 @@ const CHUNK_ROWS: usize = 2048;
 pub struct ScanConfig {
     /// Tenants with at most this many rows are scanned exactly. Default 10,000.
     pub exact_limit: usize,
-    /// Rows re-scored exactly after the sign-code pass. Default 2,000.
+    /// Rows re-scored exactly after the sign-code pass. Default 1,000.
     pub rescore_pool: usize,
     /// In a partitioned tenant, the share of its rows the code pass visits
     /// (the lists nearest the query; at least four times the re-scoring
@@ -40,7 +40,7 @@ impl Default for ScanConfig {
     fn default() -> Self {
         ScanConfig {
             exact_limit: 10_000,
-            rescore_pool: 2_000,
+            rescore_pool: 1_000,
             probe_share: 1.0,
         }
     }
