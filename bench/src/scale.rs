@@ -13,6 +13,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
+use rayon::prelude::*;
 use recall_datasets::query_near;
 use recall_indexer::{ScanConfig, VectorSet};
 use serde_json::json;
@@ -42,8 +43,9 @@ fn peak_rss_mib() -> Option<f64> {
     Some(kib / 1024.0)
 }
 
-/// Queries per second of the vector stage over `queries` in a rayon pool of
-/// `threads` threads.
+/// Queries per second of the vector stage over the batch `queries` in a
+/// rayon pool of `threads` threads: the batch is spread over the pool (and
+/// each query's scan over its chunks, where threads are idle).
 fn scan_throughput(set: &VectorSet, queries: &[Vec<f32>], threads: usize) -> anyhow::Result<f64> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
@@ -51,9 +53,9 @@ fn scan_throughput(set: &VectorSet, queries: &[Vec<f32>], threads: usize) -> any
     let scan = ScanConfig::default();
     let started = Instant::now();
     pool.install(|| {
-        for q in queries {
+        queries.par_iter().for_each(|q| {
             std::hint::black_box(set.nearest(q, 100, scan, |_| true));
-        }
+        });
     });
     Ok(queries.len() as f64 / started.elapsed().as_secs_f64())
 }
