@@ -303,9 +303,7 @@ impl Store {
         let batch = records.clone();
         let task = tokio::spawn(async move {
             let _lock = lock;
-            tables.append(&batch).await?;
-            lexical.commit()?;
-            wal::remove_sealed(&sealed)
+            write_sealed(&tables, &lexical, &batch, &sealed).await
         });
         self.in_flight = Some(InFlight {
             records,
@@ -331,12 +329,8 @@ impl Store {
             return Ok(());
         };
         tracing::warn!(error = %e, "background flush failed; retrying it now");
-        let retried = async {
-            self.tables.append(&in_flight.records).await?;
-            self.lexical.commit()?;
-            wal::remove_sealed(&self.options.dir.join(SEALED))
-        }
-        .await;
+        let sealed = self.options.dir.join(SEALED);
+        let retried = write_sealed(&self.tables, &self.lexical, &in_flight.records, &sealed).await;
         if retried.is_err() {
             self.in_flight = Some(in_flight);
         }
@@ -440,6 +434,19 @@ impl Store {
     pub fn dir(&self) -> &Path {
         &self.options.dir
     }
+}
+
+/// Writes a sealed log's records to the tables, commits the BM25 index and
+/// deletes the sealed log: the work of one background flush.
+async fn write_sealed(
+    tables: &Tables,
+    lexical: &LexicalIndex,
+    records: &[Record],
+    sealed: &Path,
+) -> Result<()> {
+    tables.append(records).await?;
+    lexical.commit()?;
+    wal::remove_sealed(sealed)
 }
 
 async fn load(tables: &Tables) -> Result<(Vec<MemoryRow>, Vec<EventRow>, Vec<VectorRow>)> {
