@@ -78,6 +78,11 @@ pub struct Common {
     /// No progress bars.
     #[arg(long)]
     pub quiet: bool,
+    /// Also rank with the engine's scorer without its relevance gate and
+    /// decay (ranker `fusion`): the hybrid fusion alone, every candidate
+    /// kept, for error analysis of the fusion against dense and BM25.
+    #[arg(long)]
+    pub fusion_only: bool,
 }
 
 /// `recall-bench longmemeval`.
@@ -285,13 +290,23 @@ fn metric_columns(ks: &[usize]) -> Vec<String> {
     cols
 }
 
-/// The three rankers of a quality run: the engine's defaults, dense, BM25.
-pub fn default_rankers() -> Vec<Ranker> {
-    vec![
+/// The three rankers of a quality run: the engine's defaults, dense, BM25;
+/// with `fusion_only`, also the engine's scorer with no gate and no decay.
+pub fn default_rankers(fusion_only: bool) -> Vec<Ranker> {
+    let mut rankers = vec![
         Ranker::engine("engine", ScoringConfig::default()),
         Ranker::dense(),
         Ranker::bm25(),
-    ]
+    ];
+    if fusion_only {
+        let fusion = ScoringConfig {
+            min_relevance: 0.0,
+            decay_floor: 1.0,
+            ..ScoringConfig::default()
+        };
+        rankers.push(Ranker::engine("fusion", fusion));
+    }
+    rankers
 }
 
 /// JSON of a quality run: the engine's `overall` (with
@@ -382,7 +397,7 @@ async fn quality_run(
     common: &Common,
 ) -> anyhow::Result<Vec<Report>> {
     let mut cache = open_cache(common)?;
-    let rankers = default_rankers();
+    let rankers = default_rankers(common.fusion_only);
     let (reports, stats, outcomes) =
         run(haystacks, &rankers, &common.ks, &mut cache, !common.quiet).await?;
     let value = quality_json(command, file, settings, &common.ks, &reports, &stats);

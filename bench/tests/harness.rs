@@ -24,6 +24,7 @@ fn common(dir: &Path, json: &str) -> Common {
         model_dir: None,
         cache: Some(dir.join("vectors")),
         quiet: true,
+        fusion_only: false,
     }
 }
 

@@ -109,9 +109,7 @@ impl Engine {
         let (store, recovered) = Store::open(options).await?;
 
         let mut state = State::new(dim);
-        for record in recovered.records {
-            state.apply(record);
-        }
+        state.apply_all(recovered.records);
         let lexical = store.lexical();
         tracing::info!(
             dir = %config.data_dir.display(),
@@ -551,10 +549,7 @@ impl Engine {
             return Ok(());
         }
         let written = store.append(records).await?;
-        let mut state = self.write_state()?;
-        for record in written {
-            state.apply(record);
-        }
+        self.write_state()?.apply_all(written);
         Ok(())
     }
 

@@ -116,9 +116,7 @@ impl Engine {
         let erased = store.erase(&selector).await?;
         tracing::info!(tenant, memories = erased.len(), "erasure done");
         let mut state = State::new(self.inner.dim);
-        for record in store.load_all().await? {
-            state.apply(record);
-        }
+        state.apply_all(store.load_all().await?);
         *self.write_state()? = state;
         // Keeps sequence numbers rising past the erased rows after a reopen.
         let marker = recall_indexer::EventRow {

@@ -6,11 +6,30 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::str::FromStr;
 
 use chrono::{DateTime, TimeZone, Utc};
+use rayon::prelude::*;
 use recall_indexer::{EventRow, MemoryRow, Record, VectorRow, VectorSet};
 use uuid::Uuid;
 
 use crate::links::parse_links;
 use crate::memory::{Kind, Link, Memory, Source, Trust};
+
+/// Batches at least this large derive their rows' text fields in parallel.
+const PARALLEL_DERIVE_FROM: usize = 64;
+
+/// What a memory row's state derives from its content.
+struct Derived {
+    folded: String,
+    links: Vec<String>,
+}
+
+impl Derived {
+    fn of(row: &MemoryRow) -> Derived {
+        Derived {
+            folded: crate::validate::normalized_text(&row.content),
+            links: parse_links(&row.content),
+        }
+    }
+}
 
 /// Event operations written by the engine.
 pub(crate) mod op {
@@ -278,15 +297,39 @@ impl State {
     /// Applies one durable record.
     pub(crate) fn apply(&mut self, record: Record) {
         match record {
-            Record::Memory(row) => self.apply_memory(row),
+            Record::Memory(row) => {
+                let derived = Derived::of(&row);
+                self.apply_memory(row, derived);
+            }
             Record::Event(event) => self.apply_event(&event),
             Record::Vector(vector) => self.apply_vector(vector),
         }
     }
 
+    /// Applies records in order, like [`State::apply`] on each. What a
+    /// memory row derives from its text is computed first, in parallel for
+    /// large batches: the caller holds the state's write lock meanwhile.
+    pub(crate) fn apply_all(&mut self, records: Vec<Record>) {
+        let derive = |record: &Record| match record {
+            Record::Memory(row) => Some(Derived::of(row)),
+            Record::Event(_) | Record::Vector(_) => None,
+        };
+        let derived: Vec<Option<Derived>> = if records.len() >= PARALLEL_DERIVE_FROM {
+            records.par_iter().map(derive).collect()
+        } else {
+            records.iter().map(derive).collect()
+        };
+        for (record, derived) in records.into_iter().zip(derived) {
+            match (record, derived) {
+                (Record::Memory(row), Some(derived)) => self.apply_memory(row, derived),
+                (record, _) => self.apply(record),
+            }
+        }
+    }
+
     /// Adds a memory row (rows with unknown kinds or ids are skipped with a
     /// warning: they were written by a newer or damaged engine).
-    fn apply_memory(&mut self, mut row: MemoryRow) {
+    fn apply_memory(&mut self, mut row: MemoryRow, derived: Derived) {
         let parsed = (
             Uuid::parse_str(&row.id),
             Kind::from_str(&row.kind),
@@ -341,8 +384,8 @@ impl State {
         });
         tenant.memories.push(MemoryState {
             id,
-            folded: crate::validate::normalized_text(&row.content),
-            links: parse_links(&row.content),
+            folded: derived.folded,
+            links: derived.links,
             last_confirmed_ms: row.observed_at_ms,
             row,
             kind,

@@ -36,12 +36,16 @@ use tantivy::tokenizer::{
 };
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term};
 
+use rayon::prelude::*;
+
 use crate::erase::EraseSelector;
 use crate::error::{IndexerError, Result};
 use crate::rows::MemoryRow;
 
 const ANALYZER: &str = "recall_en";
 const WRITER_HEAP: usize = 64 << 20;
+/// Batches at least this large are analyzed in parallel.
+const PARALLEL_ANALYSIS_FROM: usize = 32;
 
 #[derive(Clone, Copy)]
 struct Fields {
@@ -353,27 +357,53 @@ impl LexicalIndex {
     /// Adds documents for memory rows whose sequence number is above what the
     /// index holds; rows at or below it are skipped, so replays are idempotent.
     pub(crate) fn add(&self, rows: &[&MemoryRow]) -> Result<()> {
+        let documents = self.documents(rows)?;
+        self.add_documents(documents)
+    }
+
+    /// The documents of the rows not yet indexed, analyzed but not added
+    /// (see [`LexicalIndex::add_documents`]). Analysis (tokenizing,
+    /// stemming) is most of the cost of adding a document; a bulk write
+    /// spreads it over the rayon pool.
+    pub(crate) fn documents(&self, rows: &[&MemoryRow]) -> Result<Vec<(u64, TantivyDocument)>> {
+        let from = self.lock()?.added_seq;
+        let document = |row: &&MemoryRow| (row.seq > from).then(|| (row.seq, self.document(row)));
+        Ok(if rows.len() >= PARALLEL_ANALYSIS_FROM {
+            rows.par_iter().filter_map(document).collect()
+        } else {
+            rows.iter().filter_map(document).collect()
+        })
+    }
+
+    /// Adds documents from [`LexicalIndex::documents`], in sequence order;
+    /// those at or below what the index holds are skipped.
+    pub(crate) fn add_documents(&self, documents: Vec<(u64, TantivyDocument)>) -> Result<()> {
         let mut state = self.lock()?;
-        for row in rows {
-            if row.seq <= state.added_seq {
+        for (seq, doc) in documents {
+            if seq <= state.added_seq {
                 continue;
             }
-            let text = match &row.title {
-                Some(title) => format!("{title}\n{}", row.content),
-                None => row.content.clone(),
-            };
-            let mut doc = TantivyDocument::default();
-            doc.add_u64(self.fields.seq, row.seq);
-            doc.add_text(self.fields.id, &row.id);
-            doc.add_text(self.fields.tenant, &row.tenant);
-            doc.add_text(self.fields.scope, scope_term(&row.tenant, &row.bank));
-            doc.add_u64(self.fields.bank, bank_key(&row.bank));
-            doc.add_pre_tokenized_text(self.fields.text, self.tenant_tokens(&row.tenant, &text));
             state.writer.add_document(doc)?;
-            state.added_seq = row.seq;
+            state.added_seq = seq;
             state.dirty = true;
         }
         Ok(())
+    }
+
+    /// The index document of a memory row.
+    fn document(&self, row: &MemoryRow) -> TantivyDocument {
+        let text = match &row.title {
+            Some(title) => format!("{title}\n{}", row.content),
+            None => row.content.clone(),
+        };
+        let mut doc = TantivyDocument::default();
+        doc.add_u64(self.fields.seq, row.seq);
+        doc.add_text(self.fields.id, &row.id);
+        doc.add_text(self.fields.tenant, &row.tenant);
+        doc.add_text(self.fields.scope, scope_term(&row.tenant, &row.bank));
+        doc.add_u64(self.fields.bank, bank_key(&row.bank));
+        doc.add_pre_tokenized_text(self.fields.text, self.tenant_tokens(&row.tenant, &text));
+        doc
     }
 
     /// Makes everything added searchable and durable, recording the highest

@@ -262,7 +262,6 @@ impl Store {
             record.set_seq(self.next_seq);
             self.next_seq += 1;
         }
-        self.wal.append(&records)?;
         let memories: Vec<&MemoryRow> = records
             .iter()
             .filter_map(|r| match r {
@@ -270,7 +269,14 @@ impl Store {
                 Record::Event(_) | Record::Vector(_) => None,
             })
             .collect();
-        if let Err(e) = self.lexical.add(&memories) {
+        // The log's fsync and the index's analysis do not depend on each
+        // other: they run side by side. Documents enter the index only once
+        // the log holds their records.
+        let (wal, lexical) = (&mut self.wal, &self.lexical);
+        let (logged, analyzed) =
+            rayon::join(|| wal.append(&records), || lexical.documents(&memories));
+        logged?;
+        if let Err(e) = analyzed.and_then(|documents| lexical.add_documents(documents)) {
             // The write is durable; the index is caught up from the tables at the next open.
             tracing::error!(error = %e, "lexical index rejected a document");
         }

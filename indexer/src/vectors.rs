@@ -20,6 +20,8 @@ use crate::partitions::{ASSIGN_BATCH, PARTITION_FROM, Partitions};
 
 /// Rows per rayon task.
 const CHUNK_ROWS: usize = 2048;
+/// Re-scoring pools at least this large are spread over the pool.
+const PARALLEL_RESCORE_FROM: usize = 256;
 
 /// How the nearest-neighbour scan trades exactness for speed.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -190,22 +192,25 @@ impl VectorSet {
         let rows = match &self.partitions {
             Some(p) if scan.probe_share < 1.0 => {
                 let want = ((self.len() as f64 * scan.probe_share) as usize).max(4 * pool);
-                let tail: Vec<u32> = (p.assigned() as u32..self.len() as u32).collect();
-                let mut lists = p.probe(query, want, dot);
-                lists.push(&tail);
-                // (row, distance) of every accepted row in the probed lists.
+                let lists = p.probe(query, want, dot);
+                let distance = |row: u32| {
+                    let at = row as usize * words;
+                    let mut d = [0u32];
+                    hamming(&self.codes[at..at + words], &q_code, &mut d);
+                    (row, d[0])
+                };
+                let accepted = |row: &u32| accept(self.owners[*row as usize]);
+                let tail = p.assigned() as u32..self.len() as u32;
+                // (row, distance) of every accepted row in the probed lists
+                // and the rows not yet in a list. A probe visits a few
+                // thousand rows: splitting that over the pool costs more than
+                // it saves, and callers run many probes in parallel.
                 let visited: Vec<(u32, u32)> = lists
-                    .par_iter()
-                    .flat_map_iter(|list| {
-                        list.iter()
-                            .filter(|row| accept(self.owners[**row as usize]))
-                            .map(|row| {
-                                let at = *row as usize * words;
-                                let mut d = [0u32];
-                                hamming(&self.codes[at..at + words], &q_code, &mut d);
-                                (*row, d[0])
-                            })
-                    })
+                    .iter()
+                    .flat_map(|list| list.iter().copied())
+                    .chain(tail)
+                    .filter(accepted)
+                    .map(distance)
                     .collect();
                 closest(visited.iter().copied(), pool, words * 64)
             }
@@ -234,14 +239,16 @@ impl VectorSet {
                 closest(visited, pool, words * 64)
             }
         };
-        let scored: Vec<(usize, f32)> = rows
-            .par_iter()
-            .map(|row| {
-                let row = *row as usize;
-                let v = &self.data[row * self.dim..(row + 1) * self.dim];
-                (self.owners[row], dot(v, query))
-            })
-            .collect();
+        let rescore = |row: &u32| {
+            let row = *row as usize;
+            let v = &self.data[row * self.dim..(row + 1) * self.dim];
+            (self.owners[row], dot(v, query))
+        };
+        let scored: Vec<(usize, f32)> = if rows.len() >= PARALLEL_RESCORE_FROM {
+            rows.par_iter().map(rescore).collect()
+        } else {
+            rows.iter().map(rescore).collect()
+        };
         top_k(scored, k)
     }
 }

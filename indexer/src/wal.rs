@@ -15,6 +15,8 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
+use rayon::prelude::*;
+
 use crate::error::{IndexerError, Result};
 use crate::rows::Record;
 
@@ -71,8 +73,7 @@ impl Wal {
     /// Appends one batch as one frame and fsyncs it. When this returns Ok the
     /// batch survives a crash.
     pub(crate) fn append(&mut self, batch: &[Record]) -> Result<()> {
-        let payload = serde_json::to_vec(batch)
-            .map_err(|e| IndexerError::corrupt("write-ahead log record", e.to_string()))?;
+        let payload = encode(batch)?;
         let len = u32::try_from(payload.len())
             .ok()
             .filter(|len| *len <= MAX_FRAME)
@@ -162,6 +163,35 @@ fn sync_dir(path: &Path) -> Result<()> {
 
 /// Decodes frames until the first damaged one; returns the batches and the
 /// length of the valid prefix.
+/// Batches at least this large are serialized in parallel.
+const PARALLEL_ENCODE_FROM: usize = 64;
+
+/// A frame's payload: the batch as a JSON array. Large batches serialize
+/// their records in parallel and join them into the same bytes
+/// `serde_json::to_vec(batch)` writes.
+fn encode(batch: &[Record]) -> Result<Vec<u8>> {
+    let failed =
+        |e: serde_json::Error| IndexerError::corrupt("write-ahead log record", e.to_string());
+    if batch.len() < PARALLEL_ENCODE_FROM {
+        return serde_json::to_vec(batch).map_err(failed);
+    }
+    let parts = batch
+        .par_iter()
+        .map(serde_json::to_vec)
+        .collect::<std::result::Result<Vec<Vec<u8>>, _>>()
+        .map_err(failed)?;
+    let mut payload = Vec::with_capacity(parts.iter().map(|p| p.len() + 1).sum::<usize>() + 2);
+    payload.push(b'[');
+    for (i, part) in parts.iter().enumerate() {
+        if i > 0 {
+            payload.push(b',');
+        }
+        payload.extend_from_slice(part);
+    }
+    payload.push(b']');
+    Ok(payload)
+}
+
 fn decode(raw: &[u8]) -> (Vec<Vec<Record>>, usize) {
     let mut batches = Vec::new();
     let mut at = 0usize;
@@ -198,6 +228,18 @@ mod tests {
             at_ms: 1,
             arg: None,
         })
+    }
+
+    #[test]
+    fn parallel_encoding_writes_the_bytes_of_the_serial_one() {
+        for n in [0, 1, PARALLEL_ENCODE_FROM - 1, PARALLEL_ENCODE_FROM, 500] {
+            let batch: Vec<Record> = (0..n as u64).map(event).collect();
+            assert_eq!(
+                encode(&batch).unwrap(),
+                serde_json::to_vec(&batch).unwrap(),
+                "{n} records"
+            );
+        }
     }
 
     #[test]
