@@ -180,14 +180,8 @@ fn encode(batch: &[Record]) -> Result<Vec<u8>> {
         .map(serde_json::to_vec)
         .collect::<std::result::Result<Vec<Vec<u8>>, _>>()
         .map_err(failed)?;
-    let mut payload = Vec::with_capacity(parts.iter().map(|p| p.len() + 1).sum::<usize>() + 2);
-    payload.push(b'[');
-    for (i, part) in parts.iter().enumerate() {
-        if i > 0 {
-            payload.push(b',');
-        }
-        payload.extend_from_slice(part);
-    }
+    let mut payload = vec![b'['];
+    payload.extend(parts.join(&b','));
     payload.push(b']');
     Ok(payload)
 }
