@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::memory::{Memory, NewMemory, Remembered, Similar, Source, Trust};
 use crate::recall::RecallBuilder;
 use crate::screen::ScreenMatch;
-use crate::state::{State, TenantState, encode_counts, op, to_ms};
+use crate::state::{State, encode_counts, op, to_ms};
 use crate::validate;
 
 /// The recall engine. Cheap to clone (`Arc` inside), `Send + Sync`; share one
@@ -309,17 +309,12 @@ impl Engine {
             .iter()
             .map(|m| validate::normalized_text(&m.content))
             .collect();
-        // Neighbours already in the store, for every item at once.
-        let store_near: Vec<Vec<(Uuid, Option<String>, f32)>> = items
-            .par_iter()
-            .zip(folded.par_iter())
-            .map(|(item, folded)| match state.tenant(&item.tenant) {
-                Some(t) => self.near_in_tenant(t, item, folded),
-                None => Vec::new(),
-            })
-            .collect();
-        // Near copies among the batch's own items.
-        let batch_near = batch_neighbours(&items, &folded, write.similar_threshold, self.inner.dim);
+        // Neighbours already in the store, and near copies among the
+        // batch's own items (one matrix product, on one thread), side by side.
+        let (store_near, batch_near) = rayon::join(
+            || near_in_store(state, &items, &folded),
+            || batch_neighbours(&items, &folded, write.similar_threshold, self.inner.dim),
+        );
         let mut records = Vec::with_capacity(items.len());
         let mut outcomes = Vec::with_capacity(items.len());
         let mut audit = Vec::with_capacity(items.len());
@@ -327,7 +322,7 @@ impl Engine {
         // The id and title each item was stored under, by batch index.
         let mut stored: Vec<Option<(Uuid, Option<String>)>> = vec![None; items.len()];
         let mut batch_titles: HashSet<(String, String)> = HashSet::new();
-        for (((index, item), mut near), guard) in
+        for (((index, mut item), mut near), guard) in
             items.into_iter().enumerate().zip(store_near).zip(guarded)
         {
             let tenant = state.tenant(&item.tenant);
@@ -409,6 +404,7 @@ impl Engine {
                 })
                 .collect();
             let id = Uuid::now_v7();
+            let content_hash = content_sha256(&item.content);
             let elements = match superseded {
                 Some(old) if item.elements.is_empty() => old.row.elements.clone(),
                 _ => item.elements.clone(),
@@ -420,7 +416,7 @@ impl Engine {
                 bank: item.bank.clone(),
                 kind: item.kind.as_str().to_string(),
                 title: item.title.clone(),
-                content: item.content.clone(),
+                content: std::mem::take(&mut item.content),
                 elements,
                 source: item.source.as_str().to_string(),
                 trust: if guard.quarantined.is_some() {
@@ -435,7 +431,7 @@ impl Engine {
                 created_at_ms: to_ms(now),
                 expires_at_ms: item.expires_at.map(to_ms),
                 supersedes: superseded.map(|s| s.id.to_string()),
-                vector: item.vector.clone(),
+                vector: item.vector.take(),
             }));
             let event = |op: &str, arg: String| {
                 Record::Event(EventRow {
@@ -467,7 +463,7 @@ impl Engine {
                 AuditEntry::new(now_ms, &item.tenant, "remember")
                     .id(id.to_string())
                     .actor(item.agent.clone())
-                    .content_sha256(content_sha256(&item.content))
+                    .content_sha256(content_hash)
                     .detail((!detail.is_empty()).then(|| detail.join("; "))),
             );
             if let Some(old) = superseded {
@@ -487,60 +483,6 @@ impl Engine {
             });
         }
         Ok((records, outcomes, audit))
-    }
-
-    /// Active memories of the item's tenant and bank closest to it: by
-    /// vector, and by folded text for memories without vectors.
-    ///
-    /// Past a thousand rows the vector search is the sign-code scan with a
-    /// small exact re-scoring pool: a near copy (cosine ≥ 0.82) differs from
-    /// the item in far fewer sign bits than unrelated memories do, so it is
-    /// among the closest codes. In a partitioned tenant it visits the lists
-    /// nearest the item, 2 % of the rows: a near copy sits in the item's own
-    /// list or a neighbouring one. This keeps bulk import from being an
-    /// exhaustive scan per item.
-    #[allow(clippy::type_complexity)]
-    fn near_in_tenant(
-        &self,
-        t: &TenantState,
-        item: &NewMemory,
-        folded: &str,
-    ) -> Vec<(Uuid, Option<String>, f32)> {
-        let Some(bank) = t.bank_id(&item.bank) else {
-            return Vec::new();
-        };
-        let same_scope = |i: usize| {
-            let meta = &t.meta[i];
-            meta.bank_id == bank && meta.active
-        };
-        let scan = ScanConfig {
-            exact_limit: 1024,
-            rescore_pool: 64,
-            probe_share: 0.02,
-        };
-        let mut near: Vec<(Uuid, Option<String>, f32)> = match &item.vector {
-            Some(v) => t
-                .vectors
-                .nearest(v, 6, scan, same_scope)
-                .into_iter()
-                .map(|(i, cos)| (t.memories[i].id, t.memories[i].row.title.clone(), cos))
-                .collect(),
-            None => Vec::new(),
-        };
-        if item.vector.is_none() || t.without_vector > 0 {
-            near.extend(
-                t.memories
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, m)| {
-                        (item.vector.is_none() || m.vector_row.is_none())
-                            && same_scope(*i)
-                            && m.folded == folded
-                    })
-                    .map(|(_, m)| (m.id, m.row.title.clone(), 1.0)),
-            );
-        }
-        near
     }
 
     /// Appends records durably and applies them to the in-memory state.
@@ -816,6 +758,82 @@ pub(crate) fn content_sha256(content: &str) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
+}
+
+/// The write path's search of the store: for each item, the active
+/// memories of its tenant and bank closest to it, by vector, and by folded
+/// text for memories without vectors.
+///
+/// Past a thousand rows the vector search is the sign-code scan with a
+/// small exact re-scoring pool: a near copy (cosine ≥ 0.82) differs from
+/// the item in far fewer sign bits than unrelated memories do, so it is
+/// among the closest codes. In a partitioned tenant it visits the lists
+/// nearest the item, 2 % of the rows: a near copy sits in the item's own
+/// list or a neighbouring one. This keeps bulk import from being an
+/// exhaustive scan per item. Items are searched per tenant as one batch,
+/// so their distances to the partitions' centroids are one matrix product.
+#[allow(clippy::type_complexity)]
+fn near_in_store(
+    state: &State,
+    items: &[NewMemory],
+    folded: &[String],
+) -> Vec<Vec<(Uuid, Option<String>, f32)>> {
+    let scan = ScanConfig {
+        exact_limit: 1024,
+        rescore_pool: 64,
+        probe_share: 0.02,
+    };
+    let mut near = vec![Vec::new(); items.len()];
+    let mut by_tenant: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, item) in items.iter().enumerate() {
+        by_tenant.entry(&item.tenant).or_default().push(i);
+    }
+    for (tenant, members) in by_tenant {
+        let Some(t) = state.tenant(tenant) else {
+            continue;
+        };
+        // (batch index, bank) of the members whose bank the tenant has.
+        let scoped: Vec<(usize, u32)> = members
+            .iter()
+            .filter_map(|i| t.bank_id(&items[*i].bank).map(|bank| (*i, bank)))
+            .collect();
+        let same_scope = |i: usize, bank: u32| {
+            let meta = &t.meta[i];
+            meta.bank_id == bank && meta.active
+        };
+        let with_vector: Vec<(usize, u32, &[f32])> = scoped
+            .iter()
+            .filter_map(|(i, bank)| items[*i].vector.as_deref().map(|v| (*i, *bank, v)))
+            .collect();
+        let queries: Vec<&[f32]> = with_vector.iter().map(|(_, _, v)| *v).collect();
+        let found = t.vectors.nearest_many(&queries, 6, scan, |q, owner| {
+            same_scope(owner, with_vector[q].1)
+        });
+        for ((i, _, _), hits) in with_vector.iter().zip(found) {
+            near[*i] = hits
+                .into_iter()
+                .map(|(m, cos)| (t.memories[m].id, t.memories[m].row.title.clone(), cos))
+                .collect();
+        }
+        for (i, bank) in scoped {
+            let vectorless = items[i].vector.is_none();
+            if !vectorless && t.without_vector == 0 {
+                continue;
+            }
+            near[i].extend(
+                t.memories
+                    .iter()
+                    .enumerate()
+                    .filter(|(m, memory)| {
+                        (vectorless || memory.vector_row.is_none())
+                            && same_scope(*m, bank)
+                            && memory.folded == folded[i]
+                    })
+                    .map(|(_, memory)| (memory.id, memory.row.title.clone(), 1.0)),
+            );
+        }
+    }
+    near
 }
 
 /// Rows of one block of a batch's cosine matrix (bounds it at 1,024 × batch).

@@ -341,10 +341,14 @@ impl State {
             return;
         };
         let dim = self.dim;
-        let tenant = self
-            .tenants
-            .entry(row.tenant.clone())
-            .or_insert_with(|| TenantState::new(dim));
+        // Looked up before `entry`, which would allocate the key per row.
+        if !self.tenants.contains_key(&row.tenant) {
+            self.tenants
+                .insert(row.tenant.clone(), TenantState::new(dim));
+        }
+        let Some(tenant) = self.tenants.get_mut(&row.tenant) else {
+            return;
+        };
         if tenant.by_id.contains_key(&id) {
             return;
         }
@@ -371,8 +375,14 @@ impl State {
         if vector_row.is_none() {
             tenant.without_vector += 1;
         }
-        let next_bank = tenant.bank_ids.len() as u32;
-        let bank_id = *tenant.bank_ids.entry(row.bank.clone()).or_insert(next_bank);
+        let bank_id = match tenant.bank_ids.get(&row.bank) {
+            Some(id) => *id,
+            None => {
+                let next = tenant.bank_ids.len() as u32;
+                tenant.bank_ids.insert(row.bank.clone(), next);
+                next
+            }
+        };
         tenant.by_id.insert(id, index);
         tenant.by_seq.insert(row.seq, index);
         tenant.meta.push(RowMeta {

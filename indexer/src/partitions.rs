@@ -9,6 +9,11 @@
 //! added between trainings are assigned to their nearest centroid in
 //! batches of [`ASSIGN_BATCH`], and the few not yet assigned are scanned
 //! exhaustively, so no row is ever out of reach.
+//!
+//! Each list keeps a copy of its rows' sign codes side by side, so a probe
+//! computes the Hamming distances of a whole list in one pass over
+//! contiguous memory instead of one random read per row (48 bytes per row
+//! at 384 dimensions, 5 MB at 100k rows).
 
 use ndarray::{Array2, ArrayView2, Axis};
 use rayon::prelude::*;
@@ -25,6 +30,16 @@ const TRAIN_SAMPLE: usize = 16_384;
 const ITERATIONS: usize = 5;
 /// Rows assigned per matrix product (bounds the similarity matrix at 16 MiB).
 const ASSIGN_CHUNK: usize = 16_384;
+/// Fewest rows one task of an assignment takes (smaller batches run whole).
+const ASSIGN_MIN_TASK: usize = 128;
+
+/// One centroid's rows and their sign codes, in the same order.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct List {
+    pub(crate) rows: Vec<u32>,
+    /// `words` codes per row, row after row.
+    pub(crate) codes: Vec<u64>,
+}
 
 /// Centroids and their lists.
 #[derive(Debug, Clone)]
@@ -32,7 +47,7 @@ pub(crate) struct Partitions {
     dim: usize,
     /// One unit vector per row.
     centroids: Array2<f32>,
-    lists: Vec<Vec<u32>>,
+    lists: Vec<List>,
     /// Rows `0..assigned` are in a list.
     assigned: usize,
     /// Rows the tenant held when these centroids were trained.
@@ -41,8 +56,14 @@ pub(crate) struct Partitions {
 
 impl Partitions {
     /// Trains centroids on the first `rows` rows of the row-major `data`
-    /// and assigns all of them.
-    pub(crate) fn train(data: &[f32], dim: usize, rows: usize) -> Partitions {
+    /// and assigns all of them (`codes` holds `words` sign-code words per row).
+    pub(crate) fn train(
+        data: &[f32],
+        codes: &[u64],
+        words: usize,
+        dim: usize,
+        rows: usize,
+    ) -> Partitions {
         let k = CENTROIDS.min(rows.max(1));
         let stride = (rows / TRAIN_SAMPLE).max(1);
         let sample_rows: Vec<usize> = (0..rows).step_by(stride).take(TRAIN_SAMPLE).collect();
@@ -78,27 +99,32 @@ impl Partitions {
         let mut partitions = Partitions {
             dim,
             centroids,
-            lists: vec![Vec::new(); k],
+            lists: vec![List::default(); k],
             assigned: 0,
             trained_at: rows,
         };
-        partitions.assign(data, rows);
+        partitions.assign(data, codes, words, rows);
         partitions
     }
 
     /// Assigns rows `assigned..upto` of `data` to their nearest centroid.
-    pub(crate) fn assign(&mut self, data: &[f32], upto: usize) {
+    /// Runs while the tenant's state is locked for writing, so even a
+    /// small batch is split over the pool.
+    pub(crate) fn assign(&mut self, data: &[f32], codes: &[u64], words: usize, upto: usize) {
         if upto <= self.assigned {
             return;
         }
         let dim = self.dim;
         let from = self.assigned;
+        let task = (upto - from)
+            .div_ceil(rayon::current_num_threads().max(1))
+            .clamp(ASSIGN_MIN_TASK, ASSIGN_CHUNK);
         let nearest: Vec<Vec<u32>> = (from..upto)
-            .step_by(ASSIGN_CHUNK)
+            .step_by(task)
             .collect::<Vec<_>>()
             .into_par_iter()
             .map(|start| {
-                let end = (start + ASSIGN_CHUNK).min(upto);
+                let end = (start + task).min(upto);
                 match ArrayView2::from_shape((end - start, dim), &data[start * dim..end * dim]) {
                     Ok(rows) => nearest_centroids(rows, &self.centroids),
                     // Cannot happen (the rows are `dim` wide); the rows stay
@@ -107,8 +133,11 @@ impl Partitions {
                 }
             })
             .collect();
-        for (row, c) in (from as u32..).zip(nearest.into_iter().flatten()) {
-            self.lists[c as usize].push(row);
+        for (row, c) in (from..upto).zip(nearest.into_iter().flatten()) {
+            let list = &mut self.lists[c as usize];
+            list.rows.push(row as u32);
+            list.codes
+                .extend_from_slice(&codes[row * words..(row + 1) * words]);
         }
         self.assigned = upto;
     }
@@ -123,33 +152,55 @@ impl Partitions {
         self.trained_at
     }
 
-    /// The lists whose centroids are most similar to `query`, best first,
-    /// until they hold at least `rows` rows (or all lists).
-    pub(crate) fn probe(
+    /// Similarity of each query (rows of `queries`) to each centroid: one
+    /// matrix product for a whole batch of probes.
+    pub(crate) fn similarities(&self, queries: ArrayView2<'_, f32>) -> Array2<f32> {
+        queries.dot(&self.centroids.t())
+    }
+
+    /// Similarity of one query to each centroid.
+    pub(crate) fn similarities_of(
         &self,
         query: &[f32],
-        rows: usize,
         dot: fn(&[f32], &[f32]) -> f32,
-    ) -> Vec<&[u32]> {
-        let mut order: Vec<(usize, f32)> = self
-            .centroids
+    ) -> Vec<f32> {
+        self.centroids
             .rows()
             .into_iter()
-            .enumerate()
-            .map(|(c, centroid)| {
-                let sim = centroid.as_slice().map_or(0.0, |s| dot(s, query));
-                (c, sim)
-            })
-            .collect();
-        order.sort_by(|a, b| b.1.total_cmp(&a.1));
+            .map(|centroid| centroid.as_slice().map_or(0.0, |s| dot(s, query)))
+            .collect()
+    }
+
+    /// The lists whose centroids are most similar to the query (`sims`:
+    /// its similarity to each centroid), best first, until they hold at
+    /// least `rows` rows (or all lists).
+    pub(crate) fn probe(&self, sims: &[f32], rows: usize) -> Vec<&List> {
+        let by_similarity =
+            |a: &(usize, f32), b: &(usize, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+        let mut order: Vec<(usize, f32)> = sims.iter().copied().enumerate().collect();
+        // A probe takes a handful of lists: order only the most similar
+        // (twice the lists an average size suggests), and the rest only if
+        // those do not hold enough rows.
+        let average = (self.assigned / self.lists.len().max(1)).max(1);
+        let head = (2 * rows.div_ceil(average) + 2).min(order.len());
+        if head < order.len() {
+            order.select_nth_unstable_by(head, by_similarity);
+        }
+        order[..head].sort_unstable_by(by_similarity);
         let mut covered = 0;
         let mut lists = Vec::new();
-        for (c, _) in order {
+        for at in 0..order.len() {
             if covered >= rows {
                 break;
             }
-            covered += self.lists[c].len();
-            lists.push(self.lists[c].as_slice());
+            if at == head {
+                order[head..].sort_unstable_by(by_similarity);
+            }
+            let Some(list) = self.lists.get(order[at].0) else {
+                continue;
+            };
+            covered += list.rows.len();
+            lists.push(list);
         }
         lists
     }

@@ -14,12 +14,17 @@
 //! from costing a pass over the tenant per item. The bench measures recall@10
 //! against the exact scan.
 
+use ndarray::Array2;
 use rayon::prelude::*;
 
 use crate::partitions::{ASSIGN_BATCH, PARTITION_FROM, Partitions};
 
 /// Rows per rayon task.
 const CHUNK_ROWS: usize = 2048;
+/// Batches of at least this many probes get their centroid similarities
+/// from one matrix product; below it, packing the centroids for the
+/// product costs more than a dot product per centroid.
+const BATCHED_CENTROIDS_FROM: usize = 32;
 /// Re-scoring pools at least this large are spread over the pool.
 const PARALLEL_RESCORE_FROM: usize = 256;
 
@@ -117,12 +122,26 @@ impl VectorSet {
         let rows = self.len();
         match &mut self.partitions {
             None if rows >= PARTITION_FROM => {
-                self.partitions = Some(Partitions::train(&self.data, self.dim, rows));
+                self.partitions = Some(Partitions::train(
+                    &self.data,
+                    &self.codes,
+                    self.words,
+                    self.dim,
+                    rows,
+                ));
             }
             Some(p) if rows >= 8 * p.trained_at() => {
-                self.partitions = Some(Partitions::train(&self.data, self.dim, rows));
+                self.partitions = Some(Partitions::train(
+                    &self.data,
+                    &self.codes,
+                    self.words,
+                    self.dim,
+                    rows,
+                ));
             }
-            Some(p) if rows - p.assigned() >= ASSIGN_BATCH => p.assign(&self.data, rows),
+            Some(p) if rows - p.assigned() >= ASSIGN_BATCH => {
+                p.assign(&self.data, &self.codes, self.words, rows)
+            }
             _ => {}
         }
     }
@@ -145,8 +164,69 @@ impl VectorSet {
         if self.len() <= scan.exact_limit {
             self.exact(query, k, &accept)
         } else {
-            self.coded(query, k, scan, &accept)
+            self.coded(query, None, k, scan, &accept)
         }
+    }
+
+    /// [`VectorSet::nearest`] for a batch of queries: `accept` is asked
+    /// about `(query index, owner)`. In a partitioned tenant probed below
+    /// its full size, a batch of 32 or more queries gets its similarities
+    /// to the centroids from one matrix product instead of a pass over the
+    /// centroids per query.
+    ///
+    /// ```
+    /// use recall_indexer::{ScanConfig, VectorSet};
+    /// let mut set = VectorSet::new(2);
+    /// set.push(7, &[1.0, 0.0]);
+    /// set.push(8, &[0.0, 1.0]);
+    /// let queries: [&[f32]; 2] = [&[0.9, 0.1], &[0.9, 0.1]];
+    /// let hits = set.nearest_many(&queries, 1, ScanConfig::default(), |q, owner| q == 0 || owner != 7);
+    /// assert_eq!((hits[0][0].0, hits[1][0].0), (7, 8));
+    /// ```
+    pub fn nearest_many<F>(
+        &self,
+        queries: &[&[f32]],
+        k: usize,
+        scan: ScanConfig,
+        accept: F,
+    ) -> Vec<Vec<(usize, f32)>>
+    where
+        F: Fn(usize, usize) -> bool + Sync,
+    {
+        let valid = |q: &[f32]| k > 0 && !self.is_empty() && q.len() == self.dim;
+        if self.len() <= scan.exact_limit {
+            return queries
+                .par_iter()
+                .enumerate()
+                .map(|(i, q)| match valid(q) {
+                    true => self.exact(q, k, &|owner| accept(i, owner)),
+                    false => Vec::new(),
+                })
+                .collect();
+        }
+        let sims = match &self.partitions {
+            Some(p) if scan.probe_share < 1.0 && queries.len() >= BATCHED_CENTROIDS_FROM => {
+                let mut matrix = Array2::<f32>::zeros((queries.len(), self.dim));
+                for (mut row, q) in matrix.rows_mut().into_iter().zip(queries) {
+                    if q.len() == self.dim {
+                        row.iter_mut().zip(*q).for_each(|(x, y)| *x = *y);
+                    }
+                }
+                Some(p.similarities(matrix.view()))
+            }
+            _ => None,
+        };
+        queries
+            .par_iter()
+            .enumerate()
+            .map(|(i, q)| {
+                if !valid(q) {
+                    return Vec::new();
+                }
+                let centroid_sims = sims.as_ref().and_then(|s| s.row(i).to_slice());
+                self.coded(q, centroid_sims, k, scan, &|owner| accept(i, owner))
+            })
+            .collect()
     }
 
     /// The exhaustive scan (also the reference the bench measures the coded scan against).
@@ -180,7 +260,16 @@ impl VectorSet {
         top_k(scored, k)
     }
 
-    fn coded<F>(&self, query: &[f32], k: usize, scan: ScanConfig, accept: &F) -> Vec<(usize, f32)>
+    /// The sign-code scan. `centroid_sims` are the query's similarities to
+    /// the centroids when the caller computed them for a batch.
+    fn coded<F>(
+        &self,
+        query: &[f32],
+        centroid_sims: Option<&[f32]>,
+        k: usize,
+        scan: ScanConfig,
+        accept: &F,
+    ) -> Vec<(usize, f32)>
     where
         F: Fn(usize) -> bool + Sync,
     {
@@ -192,27 +281,41 @@ impl VectorSet {
         let rows = match &self.partitions {
             Some(p) if scan.probe_share < 1.0 => {
                 let want = ((self.len() as f64 * scan.probe_share) as usize).max(4 * pool);
-                let lists = p.probe(query, want, dot);
-                let distance = |row: u32| {
-                    let at = row as usize * words;
-                    let mut d = [0u32];
-                    hamming(&self.codes[at..at + words], &q_code, &mut d);
-                    (row, d[0])
+                let own;
+                let sims = match centroid_sims {
+                    Some(sims) => sims,
+                    None => {
+                        own = p.similarities_of(query, dot);
+                        &own
+                    }
                 };
-                let accepted = |row: &u32| accept(self.owners[*row as usize]);
-                let tail = p.assigned() as u32..self.len() as u32;
-                // (row, distance) of every accepted row in the probed lists
-                // and the rows not yet in a list. A probe visits a few
-                // thousand rows: splitting that over the pool costs more than
-                // it saves, and callers run many probes in parallel.
-                let visited: Vec<(u32, u32)> = lists
-                    .iter()
-                    .flat_map(|list| list.iter().copied())
-                    .chain(tail)
-                    .filter(accepted)
-                    .map(distance)
-                    .collect();
-                closest(visited.iter().copied(), pool, words * 64)
+                let lists = p.probe(sims, want);
+                // Distances of every row in the probed lists and of the rows
+                // not yet in a list, each in one contiguous pass; the filter
+                // is asked only about rows in distance order, until the pool
+                // is full. A probe visits a few thousand rows: splitting it
+                // over the pool costs more than it saves, and callers run
+                // many probes in parallel.
+                let tail = p.assigned()..self.len();
+                let visited = lists.iter().map(|l| l.rows.len()).sum::<usize>() + tail.len();
+                let mut rows = Vec::with_capacity(visited);
+                let mut distances = vec![0u32; visited];
+                let mut at = 0;
+                for list in &lists {
+                    let n = list.rows.len();
+                    hamming(&list.codes, &q_code, &mut distances[at..at + n]);
+                    rows.extend_from_slice(&list.rows);
+                    at += n;
+                }
+                hamming(
+                    &self.codes[tail.start * words..],
+                    &q_code,
+                    &mut distances[at..],
+                );
+                rows.extend(tail.map(|row| row as u32));
+                closest_accepted(&rows, &distances, pool, words * 64, |row| {
+                    accept(self.owners[row as usize])
+                })
             }
             _ => {
                 // Every row's distance (u32::MAX for rows the filter
@@ -283,6 +386,40 @@ where
             }
         })
         .map(|(row, _)| row)
+        .collect()
+}
+
+/// The first `pool` rows that `accept` takes, in order of distance (ties in
+/// visiting order): a counting sort over the possible distances, so the
+/// filter is asked about as few rows as the pool needs.
+fn closest_accepted<F>(
+    rows: &[u32],
+    distances: &[u32],
+    pool: usize,
+    max_distance: usize,
+    accept: F,
+) -> Vec<u32>
+where
+    F: Fn(u32) -> bool,
+{
+    let bucket = |d: u32| (d as usize).min(max_distance);
+    let mut starts = vec![0usize; max_distance + 2];
+    for d in distances {
+        starts[bucket(*d) + 1] += 1;
+    }
+    for b in 1..starts.len() {
+        starts[b] += starts[b - 1];
+    }
+    let mut ordered = vec![0u32; rows.len()];
+    for (row, d) in rows.iter().zip(distances) {
+        let slot = &mut starts[bucket(*d)];
+        ordered[*slot] = *row;
+        *slot += 1;
+    }
+    ordered
+        .into_iter()
+        .filter(|row| accept(*row))
+        .take(pool)
         .collect()
 }
 
@@ -471,6 +608,43 @@ mod tests {
                 .iter()
                 .all(|h| h.0 != 99_999)
         );
+    }
+
+    #[test]
+    fn a_batch_of_probes_finds_what_single_probes_find() {
+        let dim = 48;
+        let vectors = clustered(18_000, 300, dim);
+        let mut set = VectorSet::new(dim);
+        for (i, v) in vectors.iter().enumerate() {
+            set.push(i, v);
+        }
+        let scan = ScanConfig {
+            exact_limit: 1024,
+            rescore_pool: 64,
+            probe_share: 0.02,
+        };
+        let queries: Vec<&[f32]> = (0..40).map(|q| vectors[q * 443].as_slice()).collect();
+        // Odd queries may not see even owners: the filter is per query.
+        let accept = |q: usize, owner: usize| q.is_multiple_of(2) || !owner.is_multiple_of(2);
+        let batch = set.nearest_many(&queries, 6, scan, accept);
+        for (q, query) in queries.iter().enumerate() {
+            let single = set.nearest(query, 6, scan, |owner| accept(q, owner));
+            assert_eq!(batch[q], single, "query {q}");
+            assert!(batch[q].iter().all(|(owner, _)| accept(q, *owner)));
+        }
+        // Each even query is a stored row: it finds itself first.
+        assert!((0..40).step_by(2).all(|q| batch[q][0].0 == q * 443));
+    }
+
+    #[test]
+    fn closest_accepted_orders_by_distance_and_skips_rejected_rows() {
+        let rows = [10, 11, 12, 13, 14, 15];
+        let distances = [5, 1, 9, 1, 0, 3];
+        let got = closest_accepted(&rows, &distances, 3, 8, |row| row != 14);
+        assert_eq!(got, vec![11, 13, 15]);
+        // Distances past the maximum share its bucket, after the others.
+        let got = closest_accepted(&rows, &distances, 6, 8, |_| true);
+        assert_eq!(got, vec![14, 11, 13, 15, 10, 12]);
     }
 
     #[test]
