@@ -574,14 +574,20 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn partitioned_scan_keeps_the_exact_neighbours_and_reaches_unassigned_rows() {
-        let dim = 48;
-        let vectors = clustered(20_000, 400, dim);
+    /// A set holding `vectors`, each owned by its index.
+    fn filled(vectors: &[Vec<f32>], dim: usize) -> VectorSet {
         let mut set = VectorSet::new(dim);
         for (i, v) in vectors.iter().enumerate() {
             set.push(i, v);
         }
+        set
+    }
+
+    #[test]
+    fn partitioned_scan_keeps_the_exact_neighbours_and_reaches_unassigned_rows() {
+        let dim = 48;
+        let vectors = clustered(20_000, 400, dim);
+        let mut set = filled(&vectors, dim);
         let partitions = set
             .partitions
             .as_ref()
@@ -614,10 +620,7 @@ mod tests {
     fn a_batch_of_probes_finds_what_single_probes_find() {
         let dim = 48;
         let vectors = clustered(18_000, 300, dim);
-        let mut set = VectorSet::new(dim);
-        for (i, v) in vectors.iter().enumerate() {
-            set.push(i, v);
-        }
+        let set = filled(&vectors, dim);
         let scan = ScanConfig {
             exact_limit: 1024,
             rescore_pool: 64,
