@@ -120,29 +120,24 @@ impl VectorSet {
         self.codes.extend(sign_code(vector, self.words));
         self.owners.push(owner);
         let rows = self.len();
-        match &mut self.partitions {
-            None if rows >= PARTITION_FROM => {
-                self.partitions = Some(Partitions::train(
-                    &self.data,
-                    &self.codes,
-                    self.words,
-                    self.dim,
-                    rows,
-                ));
-            }
-            Some(p) if rows >= 8 * p.trained_at() => {
-                self.partitions = Some(Partitions::train(
-                    &self.data,
-                    &self.codes,
-                    self.words,
-                    self.dim,
-                    rows,
-                ));
-            }
-            Some(p) if rows - p.assigned() >= ASSIGN_BATCH => {
-                p.assign(&self.data, &self.codes, self.words, rows)
-            }
-            _ => {}
+        let train = match &self.partitions {
+            None => rows >= PARTITION_FROM,
+            Some(p) => rows >= 8 * p.trained_at(),
+        };
+        if train {
+            self.partitions = Some(Partitions::train(
+                &self.data,
+                &self.codes,
+                self.words,
+                self.dim,
+                rows,
+            ));
+            return;
+        }
+        if let Some(p) = &mut self.partitions
+            && rows - p.assigned() >= ASSIGN_BATCH
+        {
+            p.assign(&self.data, &self.codes, self.words, rows);
         }
     }
 
