@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context;
-use recall::{Bm25Normalization, Embedder, FastEmbedder, ScoringConfig, default_model_dirs};
+use recall::{Bm25Normalization, Embedder, FastEmbedder, Kind, ScoringConfig, default_model_dirs};
 use recall_datasets::probes::{ProbeConfig, generate};
 use recall_datasets::{locomo, longmemeval};
 use serde_json::json;
@@ -38,7 +38,7 @@ pub enum Command {
     /// Write a generated LongMemEval-style probe set.
     Probes(ProbesArgs),
     /// Re-rank one dataset under a grid of scorer settings; table and plots.
-    Sweep(SweepArgs),
+    Sweep(Box<SweepArgs>),
     /// Speed against corpus size (synthetic vectors): recall latency,
     /// batched throughput on 1 vs 2 threads, remember and import rates, RSS.
     Scale(crate::scale::ScaleArgs),
@@ -83,6 +83,12 @@ pub struct Common {
     /// kept, for error analysis of the fusion against dense and BM25.
     #[arg(long)]
     pub fusion_only: bool,
+    /// The kind every document is written as. Ranking depends on it
+    /// through the newer-version lift, which applies to `fact`,
+    /// `preference` and `convention` memories by default (kind weights
+    /// are the same for every document, so they do not change the order).
+    #[arg(long, default_value = "episode")]
+    pub kind: Kind,
 }
 
 /// `recall-bench longmemeval`.
@@ -164,6 +170,9 @@ pub struct SweepArgs {
     /// Candidate pools (each stage).
     #[arg(long, value_delimiter = ',', default_value = "25,50,100,200")]
     pub pool: Vec<usize>,
+    /// Newer-version lift cut-offs (mutual cosine), `off` for none.
+    #[arg(long, value_delimiter = ',', default_value = "0.3,0.4,0.5,0.6,0.7,off")]
+    pub update_similarity: Vec<String>,
     /// Every combination instead of one parameter at a time around the defaults.
     #[arg(long)]
     pub full: bool,
@@ -302,6 +311,7 @@ pub fn default_rankers(fusion_only: bool) -> Vec<Ranker> {
         let fusion = ScoringConfig {
             min_relevance: 0.0,
             decay_floor: 1.0,
+            update_similarity: None,
             ..ScoringConfig::default()
         };
         rankers.push(Ranker::engine("fusion", fusion));
@@ -397,6 +407,7 @@ async fn quality_run(
     common: &Common,
 ) -> anyhow::Result<Vec<Report>> {
     let mut cache = open_cache(common)?;
+    let haystacks = written_as(haystacks, common.kind);
     let rankers = default_rankers(common.fusion_only);
     let (reports, stats, outcomes) =
         run(haystacks, &rankers, &common.ks, &mut cache, !common.quiet).await?;
@@ -415,6 +426,14 @@ async fn quality_run(
         &traces,
     )?;
     Ok(reports)
+}
+
+/// Every document of `haystacks` written as a `kind` memory.
+fn written_as(mut haystacks: Vec<crate::eval::Haystack>, kind: Kind) -> Vec<crate::eval::Haystack> {
+    for h in &mut haystacks {
+        h.kind = kind;
+    }
+    haystacks
 }
 
 /// `longmemeval`: returns the reports (engine, dense, bm25).
@@ -516,6 +535,7 @@ struct Point {
     half_life: f64,
     min_relevance: f32,
     pool: usize,
+    update_similarity: Option<f32>,
 }
 
 impl Point {
@@ -527,17 +547,19 @@ impl Point {
             half_life: d.half_life_days,
             min_relevance: d.min_relevance,
             pool: d.candidate_pool,
+            update_similarity: d.update_similarity,
         }
     }
 
     fn name(&self) -> String {
         format!(
-            "w{}/{}/hl{}/min{}/pool{}",
+            "w{}/{}/hl{}/min{}/pool{}/upd{}",
             self.vector_weight,
             bm25_label(self.bm25),
             self.half_life,
             self.min_relevance,
-            self.pool
+            self.pool,
+            update_label(self.update_similarity)
         )
     }
 
@@ -551,6 +573,7 @@ impl Point {
                 half_life_days: self.half_life,
                 min_relevance: self.min_relevance,
                 candidate_pool: self.pool,
+                update_similarity: self.update_similarity,
                 ..ScoringConfig::default()
             },
         )
@@ -567,18 +590,34 @@ impl Point {
             "half_life_days" => Some(self.half_life),
             "min_relevance" => Some(f64::from(self.min_relevance)),
             "candidate_pool" => Some(self.pool as f64),
+            "update_similarity" => self.update_similarity.map(f64::from),
             _ => None,
         }
     }
 }
 
-const PARAMS: [&str; 5] = [
+const PARAMS: [&str; 6] = [
     "vector_weight",
     "bm25_saturation_k",
     "half_life_days",
     "min_relevance",
     "candidate_pool",
+    "update_similarity",
 ];
+
+/// `off` or the cut-off.
+fn update_label(cut: Option<f32>) -> String {
+    cut.map_or("off".into(), |c| c.to_string())
+}
+
+fn parse_update(s: &str) -> anyhow::Result<Option<f32>> {
+    match s.trim() {
+        "off" => Ok(None),
+        v => Ok(Some(v.parse().with_context(|| {
+            format!("update similarity {v:?}: a number or `off`")
+        })?)),
+    }
+}
 
 fn sweep_points(args: &SweepArgs) -> anyhow::Result<Vec<Point>> {
     let bm25: Vec<Bm25Normalization> = args
@@ -586,6 +625,11 @@ fn sweep_points(args: &SweepArgs) -> anyhow::Result<Vec<Point>> {
         .iter()
         .map(|b| parse_bm25(b))
         .collect::<Result<_, _>>()?;
+    let updates: Vec<Option<f32>> = args
+        .update_similarity
+        .iter()
+        .map(|u| parse_update(u))
+        .collect::<anyhow::Result<_>>()?;
     let base = Point::defaults();
     let mut points = vec![base.clone()];
     if args.full {
@@ -595,13 +639,16 @@ fn sweep_points(args: &SweepArgs) -> anyhow::Result<Vec<Point>> {
                 for &h in &args.half_life {
                     for &m in &args.min_relevance {
                         for &p in &args.pool {
-                            points.push(Point {
-                                vector_weight: w,
-                                bm25: b,
-                                half_life: h,
-                                min_relevance: m,
-                                pool: p,
-                            });
+                            for &u in &updates {
+                                points.push(Point {
+                                    vector_weight: w,
+                                    bm25: b,
+                                    half_life: h,
+                                    min_relevance: m,
+                                    pool: p,
+                                    update_similarity: u,
+                                });
+                            }
                         }
                     }
                 }
@@ -644,6 +691,12 @@ fn sweep_points(args: &SweepArgs) -> anyhow::Result<Vec<Point>> {
             ..base.clone()
         });
     }
+    for &u in &updates {
+        push(Point {
+            update_similarity: u,
+            ..base.clone()
+        });
+    }
     Ok(points)
 }
 
@@ -675,6 +728,7 @@ pub async fn sweep_command(args: &SweepArgs) -> anyhow::Result<()> {
         }
         (None, None) => anyhow::bail!("name the data: --locomo FILE or --longmemeval FILE"),
     };
+    let haystacks = written_as(haystacks, args.common.kind);
     let points = sweep_points(args)?;
     let mut rankers: Vec<Ranker> = points.iter().map(Point::ranker).collect();
     rankers.push(Ranker::dense());
@@ -696,7 +750,7 @@ pub async fn sweep_command(args: &SweepArgs) -> anyhow::Result<()> {
         "recall_any@5".to_string(),
     ];
     let mut md = format!(
-        "# Sweep on {}\n\n| vector w | BM25 | half-life d | min_relevance | pool | {} | {} | {} | abstention acc | KU newest-first |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "# Sweep on {}\n\n| vector w | BM25 | half-life d | min_relevance | pool | update sim | {} | {} | {} | abstention acc | KU newest-first |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
         data.display(),
         metrics[0],
         metrics[1],
@@ -706,12 +760,13 @@ pub async fn sweep_command(args: &SweepArgs) -> anyhow::Result<()> {
     for (point, report) in points.iter().zip(&reports) {
         let vals: Vec<f64> = metrics.iter().map(|m| report.overall(m)).collect();
         md.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {} | {} |\n",
             point.vector_weight,
             bm25_label(point.bm25),
             point.half_life,
             point.min_relevance,
             point.pool,
+            update_label(point.update_similarity),
             vals[0],
             vals[1],
             vals[2],
@@ -728,12 +783,13 @@ pub async fn sweep_command(args: &SweepArgs) -> anyhow::Result<()> {
             "half_life_days": point.half_life,
             "min_relevance": point.min_relevance,
             "candidate_pool": point.pool,
+            "update_similarity": point.update_similarity,
             "overall": report.overall_json(),
         }));
     }
     for baseline in &reports[points.len()..] {
         md.push_str(&format!(
-            "| {} only | | | | | {:.3} | {:.3} | {:.3} | – | {} |\n",
+            "| {} only | | | | | | {:.3} | {:.3} | {:.3} | – | {} |\n",
             baseline.ranker,
             baseline.overall(&metrics[0]),
             baseline.overall(&metrics[1]),

@@ -71,6 +71,8 @@ pub struct Haystack {
     pub docs: Vec<Doc>,
     /// The questions.
     pub questions: Vec<Question>,
+    /// The kind every document is written as (sources: episode).
+    pub kind: Kind,
 }
 
 /// A haystack written into its own engine.
@@ -104,11 +106,11 @@ fn clip(text: &str) -> &str {
     &text[..end]
 }
 
-/// The write of one document: an episode in the eval bank, observed at its
-/// date, with its cached vector.
-fn write_of(doc: &Doc, cache: &VectorCache) -> NewMemory {
+/// The write of one document: a memory of `kind` in the eval bank,
+/// observed at its date, with its cached vector.
+fn write_of(doc: &Doc, kind: Kind, cache: &VectorCache) -> NewMemory {
     let text = clip(&doc.text);
-    let memory = NewMemory::new(TENANT, BANK, Kind::Episode, text).observed_at(doc.at);
+    let memory = NewMemory::new(TENANT, BANK, kind, text).observed_at(doc.at);
     match cache.get(text) {
         Some(v) => memory.vector(v.clone()),
         None => memory,
@@ -145,7 +147,10 @@ pub async fn ingest(haystack: Haystack, cache: &VectorCache) -> anyhow::Result<I
             .filter(|d| !d.text.trim().is_empty())
             .collect();
         refused += (j - i) - batch.len();
-        let writes: Vec<NewMemory> = batch.iter().map(|d| write_of(d, cache)).collect();
+        let writes: Vec<NewMemory> = batch
+            .iter()
+            .map(|d| write_of(d, haystack.kind, cache))
+            .collect();
         let outcomes: Vec<Option<Uuid>> = match engine.remember_many(writes).await {
             Ok(o) => o.iter().map(|o| Some(o.id())).collect(),
             Err(e) => {
@@ -156,7 +161,7 @@ pub async fn ingest(haystack: Haystack, cache: &VectorCache) -> anyhow::Result<I
                 for d in &batch {
                     one_by_one.push(
                         engine
-                            .remember(write_of(d, cache))
+                            .remember(write_of(d, haystack.kind, cache))
                             .await
                             .ok()
                             .map(|o| o.id()),
@@ -218,7 +223,8 @@ impl Ranker {
         }
     }
 
-    /// Cosine only: no lexical part, no decay, no abstention gate.
+    /// Cosine only: no lexical part, no decay, no abstention gate, no
+    /// newer-version lift.
     pub fn dense() -> Ranker {
         Ranker {
             name: "dense".into(),
@@ -227,13 +233,15 @@ impl Ranker {
                 lexical_weight: 0.0,
                 min_relevance: 0.0,
                 decay_floor: 1.0,
+                update_similarity: None,
                 ..ScoringConfig::default()
             },
             judged_on_abstention: false,
         }
     }
 
-    /// BM25 only (saturation is monotone, so the order is raw BM25's).
+    /// BM25 only (saturation is monotone, so the order is raw BM25's), no
+    /// decay, gate or newer-version lift.
     pub fn bm25() -> Ranker {
         Ranker {
             name: "bm25".into(),
@@ -243,6 +251,7 @@ impl Ranker {
                 bm25: Bm25Normalization::Saturation { k: 10.0 },
                 min_relevance: 0.0,
                 decay_floor: 1.0,
+                update_similarity: None,
                 ..ScoringConfig::default()
             },
             judged_on_abstention: false,

@@ -5,6 +5,7 @@
 use std::collections::BTreeSet;
 
 use chrono::Duration;
+use recall::Kind;
 use recall_datasets::locomo::Conversation;
 use recall_datasets::longmemeval::{Instance, parse_date};
 
@@ -98,6 +99,7 @@ pub fn longmemeval(instances: &[Instance], granularity: Granularity) -> (Vec<Hay
                 at,
             }],
             docs,
+            kind: Kind::Episode,
         });
     }
     (out, skipped)
@@ -149,6 +151,7 @@ pub fn locomo(conversations: &[Conversation], context: usize) -> Vec<Haystack> {
                 name: c.sample_id.clone(),
                 docs,
                 questions,
+                kind: Kind::Episode,
             }
         })
         .collect()

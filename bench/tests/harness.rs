@@ -25,6 +25,7 @@ fn common(dir: &Path, json: &str) -> Common {
         cache: Some(dir.join("vectors")),
         quiet: true,
         fusion_only: false,
+        kind: recall::Kind::Episode,
     }
 }
 

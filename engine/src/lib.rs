@@ -64,6 +64,7 @@ mod review;
 mod score;
 mod screen;
 mod state;
+mod updates;
 mod validate;
 
 pub use briefing::{BRIEFING_HEADER, briefing_line};

@@ -436,6 +436,8 @@ impl RecallBuilder {
                         usage,
                         drift,
                         confidence,
+                        update: 1.0,
+                        updates: None,
                         score,
                     },
                 ))
@@ -446,6 +448,25 @@ impl RecallBuilder {
                 .total_cmp(&a.score)
                 .then(tenant.memories[*i].id.cmp(&tenant.memories[*j].id))
         });
+        if let Some(threshold) = config.update_similarity {
+            let memories = &tenant.memories;
+            crate::updates::lift_newer_versions(
+                &mut scored,
+                self.k,
+                threshold,
+                |a, b| {
+                    let states = |i: usize| config.update_kinds.contains(&memories[i].kind);
+                    memories[a].last_confirmed_ms > memories[b].last_confirmed_ms
+                        && states(a)
+                        && states(b)
+                },
+                |a, b| {
+                    let (a, b) = (memories[a].vector_row?, memories[b].vector_row?);
+                    tenant.vectors.cosine_of_rows(a, b)
+                },
+                |i| memories[i].id,
+            );
+        }
         scored.truncate(self.k);
         let mut hits: Vec<Hit> = scored
             .into_iter()

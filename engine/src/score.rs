@@ -24,6 +24,7 @@
 //! ```
 
 use serde::Serialize;
+use uuid::Uuid;
 
 use crate::config::{Bm25Normalization, ScoringConfig};
 
@@ -52,6 +53,11 @@ pub struct Breakdown {
     pub drift: f32,
     /// Effective confidence.
     pub confidence: f32,
+    /// The lift of a newer version above the older hit it likely updates
+    /// ([`ScoringConfig::update_similarity`]); 1 otherwise.
+    pub update: f32,
+    /// The older memory this hit was lifted above.
+    pub updates: Option<Uuid>,
     /// The product.
     pub score: f32,
 }
@@ -62,7 +68,8 @@ impl Breakdown {
     /// ```
     /// # use recall::Breakdown;
     /// let b = Breakdown { cosine: Some(0.7), v: 0.7, bm25: Some(5.0), b: 0.333, rel: 0.535,
-    ///     kind_weight: 3.0, decay: 1.0, usage: 1.0, drift: 1.0, confidence: 1.0, score: 1.605 };
+    ///     kind_weight: 3.0, decay: 1.0, usage: 1.0, drift: 1.0, confidence: 1.0, update: 1.0,
+    ///     updates: None, score: 1.605 };
     /// assert!(b.explain().starts_with("score 1.605"));
     /// ```
     pub fn explain(&self) -> String {
@@ -70,8 +77,12 @@ impl Breakdown {
             .cosine
             .map_or("none".to_string(), |c| format!("{c:.3}"));
         let bm25 = self.bm25.map_or("none".to_string(), |s| format!("{s:.2}"));
-        format!(
-            "score {:.3} = rel {:.3} × kind {:.2} × decay {:.3} × usage {:.2} × drift {:.2} × confidence {:.2}\n  rel = vector (cosine {cosine}, v {:.3}) + lexical (bm25 {bm25}, b {:.3})",
+        let update = match self.updates {
+            Some(_) => format!(" × update {:.3}", self.update),
+            None => String::new(),
+        };
+        let mut tree = format!(
+            "score {:.3} = rel {:.3} × kind {:.2} × decay {:.3} × usage {:.2} × drift {:.2} × confidence {:.2}{update}\n  rel = vector (cosine {cosine}, v {:.3}) + lexical (bm25 {bm25}, b {:.3})",
             self.score,
             self.rel,
             self.kind_weight,
@@ -81,7 +92,13 @@ impl Breakdown {
             self.confidence,
             self.v,
             self.b
-        )
+        );
+        if let Some(older) = self.updates {
+            tree.push_str(&format!(
+                "\n  update: ranked just above {older}, an older, similar memory it likely updates"
+            ));
+        }
+        tree
     }
 }
 

@@ -345,6 +345,79 @@ async fn decay_kind_weight_and_abstention_under_an_injected_clock() {
 }
 
 #[tokio::test]
+async fn a_newer_version_of_a_fact_ranks_above_the_older_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(FixedClock::new(t0()));
+    let engine = Engine::open(Config::new(dir.path()).model(model()).clock(clock.clone()))
+        .await
+        .unwrap();
+    let at = |days: i64, kind: Kind, text: &str| {
+        NewMemory::new(TENANT, BANK, kind, text).observed_at(t0() - Duration::days(days))
+    };
+    let old = engine
+        .remember(at(
+            40,
+            Kind::Fact,
+            "Our rent for the apartment is $1,600 a month.",
+        ))
+        .await
+        .unwrap()
+        .id();
+    let new = engine
+        .remember(at(
+            10,
+            Kind::Fact,
+            "The landlord raised our rent, it's $2,400 a month starting now.",
+        ))
+        .await
+        .unwrap()
+        .id();
+    for (days, text) in [
+        (
+            12,
+            "We adopted a rescue puppy and the kids named him Biscuit.",
+        ),
+        (30, "My commute to the office is a 25-minute bike ride."),
+    ] {
+        engine.remember(at(days, Kind::Fact, text)).await.unwrap();
+    }
+    let question = "How much do I pay for housing each month?";
+    let ranked = |result: &recall::RecallResult| -> Vec<Uuid> {
+        result
+            .hits
+            .iter()
+            .map(|h| h.memory.id)
+            .filter(|id| *id == old || *id == new)
+            .collect()
+    };
+
+    // The older statement is the closer match: by score alone it ranks first.
+    let by_score = engine
+        .recall(TENANT, question)
+        .read([BANK])
+        .scoring(ScoringConfig {
+            update_similarity: None,
+            ..ScoringConfig::default()
+        })
+        .execute()
+        .await
+        .unwrap();
+    assert_eq!(ranked(&by_score), vec![old, new], "{by_score:#?}");
+
+    let result = engine
+        .recall(TENANT, question)
+        .read([BANK])
+        .execute()
+        .await
+        .unwrap();
+    assert_eq!(ranked(&result), vec![new, old], "{result:#?}");
+    let lifted = &result.hits[0].breakdown;
+    assert_eq!(lifted.updates, Some(old));
+    assert!(lifted.update > 1.0 && lifted.score > result.hits[1].score);
+    assert!(lifted.explain().contains(&old.to_string()));
+}
+
+#[tokio::test]
 async fn everything_survives_close_and_reopen() {
     let dir = tempfile::tempdir().unwrap();
     let (kept, forgotten, confirmed);

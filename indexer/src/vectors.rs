@@ -107,6 +107,21 @@ impl VectorSet {
         self.data.get(row * self.dim..(row + 1) * self.dim)
     }
 
+    /// The cosine of two rows (unit vectors), with the scan's dot-product
+    /// kernel; None if either row does not exist.
+    ///
+    /// ```
+    /// use recall_indexer::VectorSet;
+    /// let mut set = VectorSet::new(2);
+    /// set.push(7, &[1.0, 0.0]);
+    /// set.push(8, &[0.6, 0.8]);
+    /// assert_eq!(set.cosine_of_rows(0, 1), Some(0.6));
+    /// assert_eq!(set.cosine_of_rows(0, 2), None);
+    /// ```
+    pub fn cosine_of_rows(&self, a: usize, b: usize) -> Option<f32> {
+        Some(kernels::dot_fn()(self.row(a)?, self.row(b)?))
+    }
+
     /// Appends a row for `owner`. The caller guarantees `vector.len() == dim`
     /// (the engine validates vectors before they get here).
     ///
