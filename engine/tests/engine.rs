@@ -37,6 +37,13 @@ async fn open(dir: &std::path::Path) -> Engine {
     Engine::open(Config::new(dir).model(model())).await.unwrap()
 }
 
+/// An engine on the real model whose clock the test holds.
+async fn open_at(dir: &std::path::Path, clock: Arc<FixedClock>) -> Engine {
+    Engine::open(Config::new(dir).model(model()).clock(clock))
+        .await
+        .unwrap()
+}
+
 fn t0() -> DateTime<Utc> {
     DateTime::parse_from_rfc3339("2026-06-01T12:00:00Z")
         .unwrap()
@@ -277,10 +284,7 @@ async fn supersede_hides_the_old_memory_and_keeps_it_in_history() {
 #[tokio::test]
 async fn decay_kind_weight_and_abstention_under_an_injected_clock() {
     let dir = tempfile::tempdir().unwrap();
-    let clock = Arc::new(FixedClock::new(t0()));
-    let engine = Engine::open(Config::new(dir.path()).model(model()).clock(clock.clone()))
-        .await
-        .unwrap();
+    let engine = open_at(dir.path(), Arc::new(FixedClock::new(t0()))).await;
     let text = "Background jobs retry three times with exponential backoff before alerting.";
     let old = engine
         .remember(
@@ -347,10 +351,7 @@ async fn decay_kind_weight_and_abstention_under_an_injected_clock() {
 #[tokio::test]
 async fn a_newer_version_of_a_fact_ranks_above_the_older_one() {
     let dir = tempfile::tempdir().unwrap();
-    let clock = Arc::new(FixedClock::new(t0()));
-    let engine = Engine::open(Config::new(dir.path()).model(model()).clock(clock.clone()))
-        .await
-        .unwrap();
+    let engine = open_at(dir.path(), Arc::new(FixedClock::new(t0()))).await;
     let at = |days: i64, kind: Kind, text: &str| {
         NewMemory::new(TENANT, BANK, kind, text).observed_at(t0() - Duration::days(days))
     };

@@ -7,13 +7,7 @@ use chrono::Duration;
 use recall::{BRIEFING_HEADER, Config, Engine, FixedClock, Kind, ModelSource, NewMemory, Source};
 use uuid::Uuid;
 
-use super::{BANK, TENANT, model, note, open, t0};
-
-async fn open_at(dir: &std::path::Path, clock: Arc<FixedClock>) -> Engine {
-    Engine::open(Config::new(dir).model(model()).clock(clock))
-        .await
-        .unwrap()
-}
+use super::{BANK, TENANT, model, note, open, open_at, t0};
 
 /// The same text in two banks: equally relevant, stored twice.
 async fn twins(engine: &Engine, text: &str) -> (Uuid, Uuid) {
