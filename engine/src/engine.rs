@@ -3,11 +3,10 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use ndarray::{Array2, s};
 use rayon::prelude::*;
 use recall_indexer::{
     AuditEntry, DEFAULT_DIM, Embedder, EventRow, FastEmbedder, LexicalSearcher, MemoryRow, Record,
-    ScanConfig, Store, StoreOptions, embed_checked, normalized,
+    ScanConfig, Store, StoreOptions, embed_checked, near_pairs, normalized,
 };
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -312,7 +311,7 @@ impl Engine {
         // Neighbours already in the store, and near copies among the
         // batch's own items (one matrix product, on one thread), side by side.
         let (store_near, batch_near) = rayon::join(
-            || near_in_store(state, &items, &folded),
+            || near_in_store(state, &items, &folded, write.similar_threshold),
             || batch_neighbours(&items, &folded, write.similar_threshold, self.inner.dim),
         );
         let mut records = Vec::with_capacity(items.len());
@@ -754,10 +753,13 @@ struct Guarded {
 
 /// Hex SHA-256 of stored content, for the audit log.
 pub(crate) fn content_sha256(content: &str) -> String {
-    Sha256::digest(content.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut hex = String::with_capacity(64);
+    for byte in Sha256::digest(content.as_bytes()) {
+        hex.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        hex.push(char::from(DIGITS[usize::from(byte & 0xf)]));
+    }
+    hex
 }
 
 /// The write path's search of the store: for each item, the active
@@ -770,18 +772,22 @@ pub(crate) fn content_sha256(content: &str) -> String {
 /// among the closest codes. In a partitioned tenant it visits the lists
 /// nearest the item, 2 % of the rows: a near copy sits in the item's own
 /// list or a neighbouring one. This keeps bulk import from being an
-/// exhaustive scan per item. Items are searched per tenant as one batch,
-/// so their distances to the partitions' centroids are one matrix product.
+/// exhaustive scan per item. Only rows whose sign codes are close enough
+/// to reach the similar band get a dot product. Items are searched per
+/// tenant as one batch, so their distances to the partitions' centroids
+/// are one matrix product.
 #[allow(clippy::type_complexity)]
 fn near_in_store(
     state: &State,
     items: &[NewMemory],
     folded: &[String],
+    min_cosine: f32,
 ) -> Vec<Vec<(Uuid, Option<String>, f32)>> {
     let scan = ScanConfig {
         exact_limit: 1024,
         rescore_pool: 64,
         probe_share: 0.02,
+        min_cosine: Some(min_cosine),
     };
     let mut near = vec![Vec::new(); items.len()];
     let mut by_tenant: HashMap<&str, Vec<usize>> = HashMap::new();
@@ -836,13 +842,11 @@ fn near_in_store(
     near
 }
 
-/// Rows of one block of a batch's cosine matrix (bounds it at 1,024 × batch).
-const GRAM_BLOCK: usize = 1024;
-
 /// For each item, the earlier items of the batch in the same tenant and
 /// bank that may be near copies: cosine ≥ `threshold` when both have
-/// vectors (one matrix product per tenant and bank, in blocks), identical
-/// folded text when either has none.
+/// vectors (pairs ruled out by their sign codes first, see
+/// [`recall_indexer::near_pairs`]), identical folded text when either has
+/// none.
 fn batch_neighbours(
     items: &[NewMemory],
     folded: &[String],
@@ -860,23 +864,9 @@ fn batch_neighbours(
             .filter_map(|i| items[*i].vector.as_deref().map(|v| (*i, v)))
             .filter(|(_, v)| v.len() == dim)
             .collect();
-        let mut matrix = Array2::<f32>::zeros((embedded.len(), dim));
-        for (mut row, (_, v)) in matrix.rows_mut().into_iter().zip(&embedded) {
-            row.iter_mut().zip(*v).for_each(|(x, y)| *x = *y);
-        }
-        for start in (0..embedded.len()).step_by(GRAM_BLOCK) {
-            let end = (start + GRAM_BLOCK).min(embedded.len());
-            let sims = matrix
-                .slice(s![start..end, ..])
-                .dot(&matrix.slice(s![..end, ..]).t());
-            for r in start..end {
-                for c in 0..r {
-                    let cos = sims[[r - start, c]];
-                    if cos >= threshold {
-                        near[embedded[r].0].push((embedded[c].0, cos));
-                    }
-                }
-            }
+        let vectors: Vec<&[f32]> = embedded.iter().map(|(_, v)| *v).collect();
+        for (r, pairs) in near_pairs(&vectors, threshold).into_iter().enumerate() {
+            near[embedded[r].0].extend(pairs.into_iter().map(|(c, cos)| (embedded[c].0, cos)));
         }
         if embedded.len() < members.len() {
             for (pos, &i) in members.iter().enumerate() {

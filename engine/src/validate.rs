@@ -69,13 +69,21 @@ pub(crate) fn label(field: &'static str, value: &str) -> Result<()> {
 /// Text folded for dedup without vectors: lowercase, punctuation dropped,
 /// whitespace collapsed.
 pub(crate) fn normalized_text(text: &str) -> String {
-    text.chars()
-        .filter(|c| c.is_alphanumeric() || c.is_whitespace())
-        .flat_map(char::to_lowercase)
-        .collect::<String>()
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
+    // One pass and one allocation: every write folds its text.
+    let mut folded = String::with_capacity(text.len());
+    let mut gap = false;
+    for c in text.chars() {
+        if c.is_whitespace() {
+            gap = !folded.is_empty();
+        } else if c.is_alphanumeric() {
+            if gap {
+                folded.push(' ');
+                gap = false;
+            }
+            folded.extend(c.to_lowercase());
+        }
+    }
+    folded
 }
 
 #[cfg(test)]
@@ -104,5 +112,11 @@ mod tests {
     #[test]
     fn text_folding() {
         assert_eq!(normalized_text("  Hello,   WORLD! "), "hello world");
+        assert_eq!(
+            normalized_text("Rate-limit , the\tAPI.\n"),
+            "ratelimit the api"
+        );
+        assert_eq!(normalized_text(" ,; "), "");
+        assert_eq!(normalized_text("Straße ÉTÉ"), "straße été");
     }
 }

@@ -46,6 +46,8 @@ mod embedder;
 mod erase;
 mod error;
 mod lexical;
+mod log_payload;
+mod near;
 mod partitions;
 mod rows;
 mod store;
@@ -60,6 +62,7 @@ pub use embedder::{
 pub use erase::EraseSelector;
 pub use error::{IndexerError, Result};
 pub use lexical::LexicalHit;
+pub use near::near_pairs;
 pub use rows::{EventRow, MemoryRow, Record, VectorRow};
 pub use store::{Durability, LexicalSearcher, Recovered, Store, StoreOptions};
 pub use vectors::{ScanConfig, VectorSet};

@@ -17,6 +17,7 @@
 use ndarray::Array2;
 use rayon::prelude::*;
 
+use crate::near::sign_distance_bound;
 use crate::partitions::{ASSIGN_BATCH, PARTITION_FROM, Partitions};
 
 /// Rows per rayon task.
@@ -41,6 +42,12 @@ pub struct ScanConfig {
     /// partitioning (the full code pass at 100k rows is ~1 ms); the write
     /// path's near-copy search probes 2 %.
     pub probe_share: f64,
+    /// Only rows at least this similar to the query are wanted (the write
+    /// path's near-copy search): rows whose sign codes differ from the
+    /// query's beyond what that cosine allows (see `near.rs`) are not
+    /// re-scored, and hits below it are dropped. Default `None`: the `k`
+    /// nearest, however far.
+    pub min_cosine: Option<f32>,
 }
 
 impl Default for ScanConfig {
@@ -49,6 +56,7 @@ impl Default for ScanConfig {
             exact_limit: 10_000,
             rescore_pool: 1_000,
             probe_share: 1.0,
+            min_cosine: None,
         }
     }
 }
@@ -171,11 +179,12 @@ impl VectorSet {
         if k == 0 || self.is_empty() || query.len() != self.dim {
             return Vec::new();
         }
-        if self.len() <= scan.exact_limit {
+        let hits = if self.len() <= scan.exact_limit {
             self.exact(query, k, &accept)
         } else {
             self.coded(query, None, k, scan, &accept)
-        }
+        };
+        at_least(hits, scan.min_cosine)
     }
 
     /// [`VectorSet::nearest`] for a batch of queries: `accept` is asked
@@ -209,7 +218,7 @@ impl VectorSet {
                 .par_iter()
                 .enumerate()
                 .map(|(i, q)| match valid(q) {
-                    true => self.exact(q, k, &|owner| accept(i, owner)),
+                    true => at_least(self.exact(q, k, &|owner| accept(i, owner)), scan.min_cosine),
                     false => Vec::new(),
                 })
                 .collect();
@@ -234,7 +243,8 @@ impl VectorSet {
                     return Vec::new();
                 }
                 let centroid_sims = sims.as_ref().and_then(|s| s.row(i).to_slice());
-                self.coded(q, centroid_sims, k, scan, &|owner| accept(i, owner))
+                let hits = self.coded(q, centroid_sims, k, scan, &|owner| accept(i, owner));
+                at_least(hits, scan.min_cosine)
             })
             .collect()
     }
@@ -288,6 +298,10 @@ impl VectorSet {
         let words = self.words;
         let hamming = kernels::hamming_fn();
         let dot = kernels::dot_fn();
+        // Rows beyond this distance are not worth a dot product.
+        let limit = scan
+            .min_cosine
+            .map_or(u32::MAX, |c| sign_distance_bound(c, self.dim));
         let rows = match &self.partitions {
             Some(p) if scan.probe_share < 1.0 => {
                 let want = ((self.len() as f64 * scan.probe_share) as usize).max(4 * pool);
@@ -323,7 +337,7 @@ impl VectorSet {
                     &mut distances[at..],
                 );
                 rows.extend(tail.map(|row| row as u32));
-                closest_accepted(&rows, &distances, pool, words * 64, |row| {
+                closest_accepted(&rows, &distances, pool, words * 64, limit, |row| {
                     accept(self.owners[row as usize])
                 })
             }
@@ -339,7 +353,7 @@ impl VectorSet {
                         hamming(codes, &q_code, out);
                         let first = chunk * CHUNK_ROWS;
                         for (i, d) in out.iter_mut().enumerate() {
-                            if !accept(self.owners[first + i]) {
+                            if *d > limit || !accept(self.owners[first + i]) {
                                 *d = u32::MAX;
                             }
                         }
@@ -399,14 +413,16 @@ where
         .collect()
 }
 
-/// The first `pool` rows that `accept` takes, in order of distance (ties in
-/// visiting order): a counting sort over the possible distances, so the
-/// filter is asked about as few rows as the pool needs.
+/// The first `pool` rows within distance `limit` that `accept` takes, in
+/// order of distance (ties in visiting order): a counting sort over the
+/// possible distances, so the filter is asked about as few rows as the pool
+/// needs.
 fn closest_accepted<F>(
     rows: &[u32],
     distances: &[u32],
     pool: usize,
     max_distance: usize,
+    limit: u32,
     accept: F,
 ) -> Vec<u32>
 where
@@ -420,12 +436,17 @@ where
     for b in 1..starts.len() {
         starts[b] += starts[b - 1];
     }
+    let within = match (limit as usize) < max_distance {
+        true => starts[limit as usize + 1],
+        false => rows.len(),
+    };
     let mut ordered = vec![0u32; rows.len()];
     for (row, d) in rows.iter().zip(distances) {
         let slot = &mut starts[bucket(*d)];
         ordered[*slot] = *row;
         *slot += 1;
     }
+    ordered.truncate(within);
     ordered
         .into_iter()
         .filter(|row| accept(*row))
@@ -437,9 +458,9 @@ where
 /// for CPUs that have them (detected at run time; the workspace builds for
 /// baseline x86-64, whose `count_ones` is a dozen instructions and whose
 /// vector width is SSE2).
-mod kernels {
-    pub(super) type Dot = fn(&[f32], &[f32]) -> f32;
-    pub(super) type Hamming = fn(&[u64], &[u64], &mut [u32]);
+pub(crate) mod kernels {
+    pub(crate) type Dot = fn(&[f32], &[f32]) -> f32;
+    pub(crate) type Hamming = fn(&[u64], &[u64], &mut [u32]);
 
     #[inline(always)]
     fn dot_portable(a: &[f32], b: &[f32]) -> f32 {
@@ -479,7 +500,7 @@ mod kernels {
     }
 
     /// The fastest dot product this CPU runs.
-    pub(super) fn dot_fn() -> Dot {
+    pub(crate) fn dot_fn() -> Dot {
         #[cfg(target_arch = "x86_64")]
         if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
             // SAFETY: only called on a CPU with AVX2 and FMA, checked just above.
@@ -489,7 +510,7 @@ mod kernels {
     }
 
     /// The fastest Hamming-distance loop this CPU runs.
-    pub(super) fn hamming_fn() -> Hamming {
+    pub(crate) fn hamming_fn() -> Hamming {
         #[cfg(target_arch = "x86_64")]
         if std::is_x86_feature_detected!("popcnt") {
             // SAFETY: only called on a CPU with POPCNT, checked just above.
@@ -514,12 +535,24 @@ mod kernels {
     }
 }
 
-fn sign_code(vector: &[f32], words: usize) -> Vec<u64> {
+/// `hits` without those below `min_cosine`, if one is set.
+fn at_least(mut hits: Vec<(usize, f32)>, min_cosine: Option<f32>) -> Vec<(usize, f32)> {
+    if let Some(min) = min_cosine {
+        hits.retain(|h| h.1 >= min);
+    }
+    hits
+}
+
+/// One bit per coordinate, set where it is positive; `words` u64s.
+pub(crate) fn sign_code(vector: &[f32], words: usize) -> Vec<u64> {
     let mut code = vec![0u64; words];
-    for (i, x) in vector.iter().enumerate() {
-        if *x > 0.0 {
-            code[i / 64] |= 1 << (i % 64);
-        }
+    // Word by word, without a branch per coordinate, so the compiler can
+    // turn the comparisons into vector sign masks.
+    for (word, chunk) in code.iter_mut().zip(vector.chunks(64)) {
+        *word = chunk
+            .iter()
+            .enumerate()
+            .fold(0u64, |bits, (j, x)| bits | (u64::from(*x > 0.0) << j));
     }
     code
 }
@@ -535,10 +568,10 @@ fn top_k(mut scored: Vec<(usize, f32)>, k: usize) -> Vec<(usize, f32)> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn unit(seed: u64, dim: usize) -> Vec<f32> {
+    pub(crate) fn unit(seed: u64, dim: usize) -> Vec<f32> {
         // xorshift: deterministic pseudo-random directions
         let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
         let mut v: Vec<f32> = (0..dim)
@@ -635,6 +668,7 @@ mod tests {
             exact_limit: 1024,
             rescore_pool: 64,
             probe_share: 0.02,
+            min_cosine: None,
         };
         let queries: Vec<&[f32]> = (0..40).map(|q| vectors[q * 443].as_slice()).collect();
         // Odd queries may not see even owners: the filter is per query.
@@ -650,14 +684,64 @@ mod tests {
     }
 
     #[test]
+    fn a_cosine_floor_keeps_every_near_copy_and_drops_the_rest() {
+        let dim = 384;
+        let vectors = clustered(17_000, 300, dim);
+        let set = filled(&vectors, dim);
+        let floor = ScanConfig {
+            exact_limit: 1024,
+            rescore_pool: 64,
+            probe_share: 0.02,
+            min_cosine: Some(0.82),
+        };
+        // Near copies of stored rows (cosine ≈ 0.96 to their row) and rows
+        // of no cluster at all.
+        let queries: Vec<Vec<f32>> = (0..60)
+            .map(|q| match q % 3 {
+                0 => unit(5_000_000 + q as u64, dim),
+                _ => {
+                    let row = &vectors[q * 271];
+                    let noise = unit(7_000_000 + q as u64, dim);
+                    let v: Vec<f32> = row.iter().zip(&noise).map(|(a, b)| a + 0.3 * b).collect();
+                    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+                    v.into_iter().map(|x| x / norm).collect()
+                }
+            })
+            .collect();
+        let refs: Vec<&[f32]> = queries.iter().map(|q| q.as_slice()).collect();
+        let found = set.nearest_many(&refs, 6, floor, |_, _| true);
+        for (q, hits) in found.iter().enumerate() {
+            let mut exact = set.nearest_exact(&queries[q], 6, |_| true);
+            exact.retain(|h| h.1 >= 0.82);
+            assert_eq!(hits, &exact, "query {q}");
+            assert_eq!(hits.is_empty(), q % 3 == 0, "query {q}");
+        }
+    }
+
+    #[test]
+    fn a_sign_code_sets_the_bits_of_positive_coordinates() {
+        let v: Vec<f32> = (0..70)
+            .map(|i| if i % 3 == 0 { 0.5 } else { -0.1 })
+            .collect();
+        let code = sign_code(&v, 2);
+        for i in 0..128 {
+            let set = code[i / 64] >> (i % 64) & 1 == 1;
+            assert_eq!(set, i < 70 && i % 3 == 0, "bit {i}");
+        }
+    }
+
+    #[test]
     fn closest_accepted_orders_by_distance_and_skips_rejected_rows() {
         let rows = [10, 11, 12, 13, 14, 15];
         let distances = [5, 1, 9, 1, 0, 3];
-        let got = closest_accepted(&rows, &distances, 3, 8, |row| row != 14);
+        let got = closest_accepted(&rows, &distances, 3, 8, u32::MAX, |row| row != 14);
         assert_eq!(got, vec![11, 13, 15]);
         // Distances past the maximum share its bucket, after the others.
-        let got = closest_accepted(&rows, &distances, 6, 8, |_| true);
+        let got = closest_accepted(&rows, &distances, 6, 8, u32::MAX, |_| true);
         assert_eq!(got, vec![14, 11, 13, 15, 10, 12]);
+        // Rows beyond the limit are never taken, however many the pool wants.
+        let got = closest_accepted(&rows, &distances, 6, 8, 3, |_| true);
+        assert_eq!(got, vec![14, 11, 13, 15]);
     }
 
     #[test]

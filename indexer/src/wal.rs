@@ -1,8 +1,8 @@
 //! The write-ahead log: every acknowledged write is here, fsynced, before the
 //! call that made it returns.
 //!
-//! Frame format: `[len: u32 LE][crc32 of payload: u32 LE][payload: JSON of a
-//! batch of records]`. One frame per acknowledged call, so a batch is applied
+//! Frame format: `[len: u32 LE][crc32 of payload: u32 LE][payload: a batch
+//! of records, see `log_payload.rs`]`. One frame per acknowledged call, so a batch is applied
 //! whole or not at all. Replay stops at the first short or damaged frame (a
 //! write torn by a crash, never acknowledged) and cuts the file there.
 //!
@@ -15,9 +15,8 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use rayon::prelude::*;
-
 use crate::error::{IndexerError, Result};
+use crate::log_payload;
 use crate::rows::Record;
 
 /// Largest frame accepted at replay; anything bigger is treated as damage.
@@ -73,7 +72,7 @@ impl Wal {
     /// Appends one batch as one frame and fsyncs it. When this returns Ok the
     /// batch survives a crash.
     pub(crate) fn append(&mut self, batch: &[Record]) -> Result<()> {
-        let payload = encode(batch)?;
+        let payload = log_payload::encode(batch)?;
         let len = u32::try_from(payload.len())
             .ok()
             .filter(|len| *len <= MAX_FRAME)
@@ -163,29 +162,6 @@ fn sync_dir(path: &Path) -> Result<()> {
 
 /// Decodes frames until the first damaged one; returns the batches and the
 /// length of the valid prefix.
-/// Batches at least this large are serialized in parallel.
-const PARALLEL_ENCODE_FROM: usize = 64;
-
-/// A frame's payload: the batch as a JSON array. Large batches serialize
-/// their records in parallel and join them into the same bytes
-/// `serde_json::to_vec(batch)` writes.
-fn encode(batch: &[Record]) -> Result<Vec<u8>> {
-    let failed =
-        |e: serde_json::Error| IndexerError::corrupt("write-ahead log record", e.to_string());
-    if batch.len() < PARALLEL_ENCODE_FROM {
-        return serde_json::to_vec(batch).map_err(failed);
-    }
-    let parts = batch
-        .par_iter()
-        .map(serde_json::to_vec)
-        .collect::<std::result::Result<Vec<Vec<u8>>, _>>()
-        .map_err(failed)?;
-    let mut payload = vec![b'['];
-    payload.extend(parts.join(&b','));
-    payload.push(b']');
-    Ok(payload)
-}
-
 fn decode(raw: &[u8]) -> (Vec<Vec<Record>>, usize) {
     let mut batches = Vec::new();
     let mut at = 0usize;
@@ -199,9 +175,9 @@ fn decode(raw: &[u8]) -> (Vec<Vec<Record>>, usize) {
         if crc32fast::hash(payload) != crc {
             break;
         }
-        match serde_json::from_slice::<Vec<Record>>(payload) {
-            Ok(batch) => batches.push(batch),
-            Err(_) => break,
+        match log_payload::decode(payload) {
+            Some(batch) => batches.push(batch),
+            None => break,
         }
         at += 8 + len as usize;
     }
@@ -222,18 +198,6 @@ mod tests {
             at_ms: 1,
             arg: None,
         })
-    }
-
-    #[test]
-    fn parallel_encoding_writes_the_bytes_of_the_serial_one() {
-        for n in [0, 1, PARALLEL_ENCODE_FROM - 1, PARALLEL_ENCODE_FROM, 500] {
-            let batch: Vec<Record> = (0..n as u64).map(event).collect();
-            assert_eq!(
-                encode(&batch).unwrap(),
-                serde_json::to_vec(&batch).unwrap(),
-                "{n} records"
-            );
-        }
     }
 
     #[test]
