@@ -659,17 +659,22 @@ pub(crate) mod tests {
         );
     }
 
+    /// The shape of the write path's near-copy search (2 % probe, pool of 64).
+    fn near_copy_scan(min_cosine: Option<f32>) -> ScanConfig {
+        ScanConfig {
+            exact_limit: 1024,
+            rescore_pool: 64,
+            probe_share: 0.02,
+            min_cosine,
+        }
+    }
+
     #[test]
     fn a_batch_of_probes_finds_what_single_probes_find() {
         let dim = 48;
         let vectors = clustered(18_000, 300, dim);
         let set = filled(&vectors, dim);
-        let scan = ScanConfig {
-            exact_limit: 1024,
-            rescore_pool: 64,
-            probe_share: 0.02,
-            min_cosine: None,
-        };
+        let scan = near_copy_scan(None);
         let queries: Vec<&[f32]> = (0..40).map(|q| vectors[q * 443].as_slice()).collect();
         // Odd queries may not see even owners: the filter is per query.
         let accept = |q: usize, owner: usize| q.is_multiple_of(2) || !owner.is_multiple_of(2);
@@ -688,12 +693,7 @@ pub(crate) mod tests {
         let dim = 384;
         let vectors = clustered(17_000, 300, dim);
         let set = filled(&vectors, dim);
-        let floor = ScanConfig {
-            exact_limit: 1024,
-            rescore_pool: 64,
-            probe_share: 0.02,
-            min_cosine: Some(0.82),
-        };
+        let floor = near_copy_scan(Some(0.82));
         // Near copies of stored rows (cosine ≈ 0.96 to their row) and rows
         // of no cluster at all.
         let queries: Vec<Vec<f32>> = (0..60)
