@@ -5,8 +5,8 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use rayon::prelude::*;
 use recall_indexer::{
-    AuditEntry, DEFAULT_DIM, Embedder, EventRow, FastEmbedder, LexicalSearcher, MemoryRow, Record,
-    ScanConfig, Store, StoreOptions, embed_checked, near_pairs, normalized,
+    AuditEntry, DEFAULT_DIM, Embedder, EventRow, FastEmbedder, LexicalSearcher, MemoryRow,
+    Placement, Record, ScanConfig, Store, StoreOptions, embed_checked, near_pairs, normalized,
 };
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -220,13 +220,17 @@ impl Engine {
         }
 
         let mut store = self.inner.store.lock().await;
-        let (records, outcomes, audit) = {
+        let decided = {
             let state = self.read_state()?;
             self.decide(&state, items, guarded, now)?
         };
-        self.persist(&mut store, records).await?;
-        store.audit(&audit)?;
-        Ok(outcomes)
+        if !decided.records.is_empty() {
+            let written = store.append(decided.records).await?;
+            self.write_state()?
+                .apply_placed(written, decided.placements);
+        }
+        store.audit(&decided.audit)?;
+        Ok(decided.outcomes)
     }
 
     /// Steps 1–3 of the write path (§3): validate, redact, screen. Returns
@@ -295,14 +299,13 @@ impl Engine {
     }
 
     /// The write policy: supersession, title uniqueness, dedup and the similar band.
-    #[allow(clippy::type_complexity)]
     fn decide(
         &self,
         state: &State,
         items: Vec<NewMemory>,
         guarded: Vec<Guarded>,
         now: chrono::DateTime<chrono::Utc>,
-    ) -> Result<(Vec<Record>, Vec<Remembered>, Vec<AuditEntry>)> {
+    ) -> Result<Decided> {
         let write = &self.inner.config.write;
         let folded: Vec<String> = items
             .iter()
@@ -310,11 +313,13 @@ impl Engine {
             .collect();
         // Neighbours already in the store, and near copies among the
         // batch's own items (one matrix product, on one thread), side by side.
-        let (store_near, batch_near) = rayon::join(
+        let ((store_near, mut placements), batch_near) = rayon::join(
             || near_in_store(state, &items, &folded, write.similar_threshold),
             || batch_neighbours(&items, &folded, write.similar_threshold, self.inner.dim),
         );
         let mut records = Vec::with_capacity(items.len());
+        // Each record's placement (memory rows only), in record order.
+        let mut record_placements = Vec::with_capacity(items.len());
         let mut outcomes = Vec::with_capacity(items.len());
         let mut audit = Vec::with_capacity(items.len());
         let now_ms = to_ms(now);
@@ -385,6 +390,7 @@ impl Engine {
                     at_ms: to_ms(observed),
                     arg: None,
                 }));
+                record_placements.push(None);
                 outcomes.push(Remembered::Deduplicated {
                     id: *id,
                     cosine: *cos,
@@ -432,6 +438,7 @@ impl Engine {
                 supersedes: superseded.map(|s| s.id.to_string()),
                 vector: item.vector.take(),
             }));
+            record_placements.push(placements[index].take());
             let event = |op: &str, arg: String| {
                 Record::Event(EventRow {
                     seq: 0,
@@ -444,12 +451,14 @@ impl Engine {
             };
             if !guard.redactions.is_empty() {
                 records.push(event(op::REDACTED, encode_counts(&guard.redactions)));
+                record_placements.push(None);
             }
             if let Some(hit) = &guard.quarantined {
                 records.push(event(
                     op::QUARANTINED,
                     format!("{}|{}", hit.rule, item.trust.as_str()),
                 ));
+                record_placements.push(None);
             }
             let mut detail = Vec::new();
             if !guard.redactions.is_empty() {
@@ -481,7 +490,12 @@ impl Engine {
                 quarantined: guard.quarantined.map(|q| q.rule),
             });
         }
-        Ok((records, outcomes, audit))
+        Ok(Decided {
+            records,
+            placements: record_placements,
+            outcomes,
+            audit,
+        })
     }
 
     /// Appends records durably and applies them to the in-memory state.
@@ -745,6 +759,16 @@ impl Engine {
 /// Batches at least this long are validated, redacted and screened in parallel.
 const PARALLEL_PREPARE_FROM: usize = 32;
 
+/// What the write policy made of a batch: the records to log (and, per
+/// record, the list a probe found for its vector), the caller's outcomes
+/// and the audit entries.
+struct Decided {
+    records: Vec<Record>,
+    placements: Vec<Option<Placement>>,
+    outcomes: Vec<Remembered>,
+    audit: Vec<AuditEntry>,
+}
+
 /// What the write path's safety steps did to one item.
 struct Guarded {
     redactions: BTreeMap<String, u32>,
@@ -775,14 +799,18 @@ pub(crate) fn content_sha256(content: &str) -> String {
 /// exhaustive scan per item. Only rows whose sign codes are close enough
 /// to reach the similar band get a dot product. Items are searched per
 /// tenant as one batch, so their distances to the partitions' centroids
-/// are one matrix product.
+/// are one matrix product; each item's nearest list comes back with its
+/// neighbours, so storing it costs no second pass over the centroids.
 #[allow(clippy::type_complexity)]
 fn near_in_store(
     state: &State,
     items: &[NewMemory],
     folded: &[String],
     min_cosine: f32,
-) -> Vec<Vec<(Uuid, Option<String>, f32)>> {
+) -> (
+    Vec<Vec<(Uuid, Option<String>, f32)>>,
+    Vec<Option<Placement>>,
+) {
     let scan = ScanConfig {
         exact_limit: 1024,
         rescore_pool: 64,
@@ -790,6 +818,7 @@ fn near_in_store(
         min_cosine: Some(min_cosine),
     };
     let mut near = vec![Vec::new(); items.len()];
+    let mut placements = vec![None; items.len()];
     let mut by_tenant: HashMap<&str, Vec<usize>> = HashMap::new();
     for (i, item) in items.iter().enumerate() {
         by_tenant.entry(&item.tenant).or_default().push(i);
@@ -812,10 +841,13 @@ fn near_in_store(
             .filter_map(|(i, bank)| items[*i].vector.as_deref().map(|v| (*i, *bank, v)))
             .collect();
         let queries: Vec<&[f32]> = with_vector.iter().map(|(_, _, v)| *v).collect();
-        let found = t.vectors.nearest_many(&queries, 6, scan, |q, owner| {
-            same_scope(owner, with_vector[q].1)
-        });
-        for ((i, _, _), hits) in with_vector.iter().zip(found) {
+        let found = t
+            .vectors
+            .nearest_many_placed(&queries, 6, scan, |q, owner| {
+                same_scope(owner, with_vector[q].1)
+            });
+        for ((i, _, _), (hits, placement)) in with_vector.iter().zip(found) {
+            placements[*i] = placement;
             near[*i] = hits
                 .into_iter()
                 .map(|(m, cos)| (t.memories[m].id, t.memories[m].row.title.clone(), cos))
@@ -839,7 +871,7 @@ fn near_in_store(
             );
         }
     }
-    near
+    (near, placements)
 }
 
 /// For each item, the earlier items of the batch in the same tenant and

@@ -7,9 +7,12 @@
 //! positive costs a review, not data.
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
+use aho_corasick::{AhoCorasick, MatchKind};
 use regex::Regex;
+use regex_syntax::hir::literal::{ExtractKind, Extractor};
 
 /// Why a text was held back: the rule that matched (a stable short name such as `override-instructions`) and the matched excerpt, cut to at most 80 chars.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -93,14 +96,21 @@ impl Screen for DefaultScreen {
         // prefilters. ASCII lowercasing keeps every byte offset, so a match in
         // `folded` cuts its excerpt from the original text.
         let folded = text.to_ascii_lowercase();
-        RULES.iter().find_map(|(rule, regex)| {
-            let found = regex.find(&folded)?;
-            let matched = text.get(found.range()).unwrap_or(found.as_str());
-            Some(ScreenMatch {
-                rule: (*rule).to_owned(),
-                excerpt: excerpt(matched),
+        let candidates = PREFILTER.candidates(&folded);
+        RULES
+            .iter()
+            .zip(candidates)
+            .find_map(|((rule, regex), candidate)| {
+                if !candidate {
+                    return None;
+                }
+                let found = regex.find(&folded)?;
+                let matched = text.get(found.range()).unwrap_or(found.as_str());
+                Some(ScreenMatch {
+                    rule: (*rule).to_owned(),
+                    excerpt: excerpt(matched),
+                })
             })
-        })
     }
 }
 
@@ -313,6 +323,91 @@ static RULES: LazyLock<Vec<(&'static str, Regex)>> = LazyLock::new(|| {
         .collect()
 });
 
+/// The literals the patterns' matches start with, found for all patterns
+/// in one pass over the text: a pattern none of whose leading literals
+/// occurs in the text cannot match it, and is not run. Ordinary text
+/// contains the leading words of a few patterns at most, so most of the
+/// ~70 regex passes a text would cost are skipped.
+static PREFILTER: LazyLock<Prefilter> = LazyLock::new(|| {
+    let patterns = RULE_PATTERNS
+        .iter()
+        .flat_map(|(_, patterns)| patterns.iter())
+        .map(|pattern| expand(pattern));
+    Prefilter::new(patterns)
+});
+
+/// See [`PREFILTER`].
+#[derive(Debug)]
+struct Prefilter {
+    /// Every distinct leading literal of every pattern that has a finite set.
+    literals: Option<AhoCorasick>,
+    /// For each literal, the patterns it leads.
+    leads: Vec<Vec<usize>>,
+    /// Patterns that run on every text: their matches can start with too
+    /// many different strings (`\S+`, a class, a repetition) to list.
+    always: Vec<bool>,
+}
+
+impl Prefilter {
+    fn new(patterns: impl Iterator<Item = String>) -> Prefilter {
+        let mut extractor = Extractor::new();
+        extractor.kind(ExtractKind::Prefix);
+        let mut always = Vec::new();
+        let mut by_literal: BTreeMap<Vec<u8>, Vec<usize>> = BTreeMap::new();
+        for (index, pattern) in patterns.enumerate() {
+            // Parsed with the defaults `Regex::new` uses, so the literals
+            // are those of the compiled pattern.
+            let literals = regex_syntax::Parser::new()
+                .parse(&pattern)
+                .ok()
+                .map(|hir| extractor.extract(&hir))
+                .and_then(|seq| seq.literals().map(<[_]>::to_vec))
+                .filter(|literals| !literals.is_empty())
+                .filter(|literals| literals.iter().all(|l| !l.as_bytes().is_empty()));
+            match literals {
+                Some(literals) => {
+                    always.push(false);
+                    for literal in literals {
+                        let leads = by_literal.entry(literal.as_bytes().to_vec()).or_default();
+                        if !leads.contains(&index) {
+                            leads.push(index);
+                        }
+                    }
+                }
+                None => always.push(true),
+            }
+        }
+        let (literals, leads): (Vec<Vec<u8>>, Vec<Vec<usize>>) = by_literal.into_iter().unzip();
+        let searcher = AhoCorasick::builder()
+            .match_kind(MatchKind::Standard)
+            .build(&literals);
+        if let Err(e) = &searcher {
+            // Cannot happen for a few hundred short literals; every pattern
+            // then runs, as without a prefilter.
+            tracing::warn!(error = %e, "screen prefilter unavailable");
+        }
+        Prefilter {
+            literals: searcher.ok(),
+            leads,
+            always,
+        }
+    }
+
+    /// For each pattern, whether it can match `text`.
+    fn candidates(&self, text: &str) -> Vec<bool> {
+        let Some(searcher) = &self.literals else {
+            return vec![true; self.always.len()];
+        };
+        let mut candidates = self.always.clone();
+        for found in searcher.find_overlapping_iter(text) {
+            for &pattern in &self.leads[found.pattern().as_usize()] {
+                candidates[pattern] = true;
+            }
+        }
+        candidates
+    }
+}
+
 /// A plain space in a pattern matches any run of whitespace.
 fn expand(pattern: &str) -> String {
     pattern.replace(' ', r"\s+")
@@ -387,6 +482,48 @@ mod tests {
             .map(str::trim)
             .filter(|l| !l.is_empty())
             .collect()
+    }
+
+    /// The screen without its prefilter: every pattern, in order.
+    fn unfiltered(text: &str) -> Option<(&'static str, usize)> {
+        let folded = normalize(text).to_ascii_lowercase();
+        RULES
+            .iter()
+            .find_map(|(rule, regex)| regex.find(&folded).map(|m| (*rule, m.start())))
+    }
+
+    #[test]
+    fn the_prefilter_skips_patterns_but_never_changes_a_verdict() {
+        let texts: Vec<&str> = lines(INJECTIONS)
+            .into_iter()
+            .chain(lines(ORDINARY))
+            .chain(lines(include_str!("../tests/fixtures/clean.txt")))
+            .collect();
+        let mut skipped = 0;
+        for text in &texts {
+            let expected = unfiltered(text).map(|(rule, _)| rule);
+            let got = DefaultScreen.screen(text).map(|m| m.rule);
+            assert_eq!(got.as_deref(), expected, "{text}");
+            let folded = normalize(text).to_ascii_lowercase();
+            skipped += PREFILTER
+                .candidates(&folded)
+                .iter()
+                .filter(|c| !**c)
+                .count();
+        }
+        // Most patterns have leading literals; ordinary text skips most.
+        let filtered = PREFILTER.always.iter().filter(|a| !**a).count();
+        assert!(
+            filtered * 2 > RULES.len(),
+            "{filtered} of {} patterns filtered",
+            RULES.len()
+        );
+        println!(
+            "{filtered} of {} patterns filtered; {skipped} skips over {} texts",
+            RULES.len(),
+            texts.len()
+        );
+        assert!(skipped * 2 > texts.len() * filtered, "skipped {skipped}");
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::str::FromStr;
 
 use chrono::{DateTime, TimeZone, Utc};
 use rayon::prelude::*;
-use recall_indexer::{EventRow, MemoryRow, Record, VectorRow, VectorSet};
+use recall_indexer::{EventRow, MemoryRow, Placement, Record, VectorRow, VectorSet};
 use uuid::Uuid;
 
 use crate::links::parse_links;
@@ -299,7 +299,7 @@ impl State {
         match record {
             Record::Memory(row) => {
                 let derived = Derived::of(&row);
-                self.apply_memory(row, derived);
+                self.apply_memory(row, derived, None);
             }
             Record::Event(event) => self.apply_event(&event),
             Record::Vector(vector) => self.apply_vector(vector),
@@ -310,6 +310,17 @@ impl State {
     /// memory row derives from its text is computed first, in parallel for
     /// large batches: the caller holds the state's write lock meanwhile.
     pub(crate) fn apply_all(&mut self, records: Vec<Record>) {
+        self.apply_placed(records, Vec::new());
+    }
+
+    /// [`State::apply_all`] for records whose vectors' lists the write
+    /// path's probe found (`placements[i]` belongs to `records[i]`; a
+    /// shorter list leaves the rest to the set's own assignment).
+    pub(crate) fn apply_placed(
+        &mut self,
+        records: Vec<Record>,
+        placements: Vec<Option<Placement>>,
+    ) {
         let derive = |record: &Record| match record {
             Record::Memory(row) => Some(Derived::of(row)),
             Record::Event(_) | Record::Vector(_) => None,
@@ -319,9 +330,11 @@ impl State {
         } else {
             records.iter().map(derive).collect()
         };
+        let mut placements = placements.into_iter();
         for (record, derived) in records.into_iter().zip(derived) {
+            let placement = placements.next().flatten();
             match (record, derived) {
-                (Record::Memory(row), Some(derived)) => self.apply_memory(row, derived),
+                (Record::Memory(row), Some(derived)) => self.apply_memory(row, derived, placement),
                 (record, _) => self.apply(record),
             }
         }
@@ -329,7 +342,7 @@ impl State {
 
     /// Adds a memory row (rows with unknown kinds or ids are skipped with a
     /// warning: they were written by a newer or damaged engine).
-    fn apply_memory(&mut self, mut row: MemoryRow, derived: Derived) {
+    fn apply_memory(&mut self, mut row: MemoryRow, derived: Derived, placement: Option<Placement>) {
         let parsed = (
             Uuid::parse_str(&row.id),
             Kind::from_str(&row.kind),
@@ -364,7 +377,7 @@ impl State {
         }
         let vector_row = match row.vector.take() {
             Some(v) if v.len() == dim => {
-                tenant.vectors.push(index, &v);
+                tenant.vectors.push_placed(index, &v, placement);
                 Some(tenant.vectors.len() - 1)
             }
             _ => None,

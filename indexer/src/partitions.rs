@@ -5,9 +5,11 @@
 //! to the query, so its cost follows the share of rows probed, not the
 //! tenant's size. Training runs once the tenant reaches
 //! [`PARTITION_FROM`] rows, on a sample, and again each time the tenant has
-//! grown eightfold (so centroids follow what the tenant now holds); rows
-//! added between trainings are assigned to their nearest centroid in
-//! batches of [`ASSIGN_BATCH`], and the few not yet assigned are scanned
+//! grown eightfold (so centroids follow what the tenant now holds). A row
+//! added between trainings joins its nearest centroid's list at once when
+//! the write path's near-copy probe already ranked the centroids for it
+//! (see `Placement` in `vectors.rs`); other rows are assigned in batches
+//! of [`ASSIGN_BATCH`], and the few not yet assigned are scanned
 //! exhaustively, so no row is ever out of reach.
 //!
 //! Each list keeps a copy of its rows' sign codes side by side, so a probe
@@ -15,8 +17,14 @@
 //! contiguous memory instead of one random read per row (48 bytes per row
 //! at 384 dimensions, 5 MB at 100k rows).
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use ndarray::{Array2, ArrayView2, Axis};
 use rayon::prelude::*;
+
+/// Trainings so far in this process: each names its centroids, so a
+/// list learned under one training is never used under another.
+static TRAININGS: AtomicU64 = AtomicU64::new(0);
 
 /// Rows at which a tenant gets partitions.
 pub(crate) const PARTITION_FROM: usize = 16_384;
@@ -52,6 +60,8 @@ pub(crate) struct Partitions {
     assigned: usize,
     /// Rows the tenant held when these centroids were trained.
     trained_at: usize,
+    /// Which training these centroids come from (unique in the process).
+    training: u64,
 }
 
 impl Partitions {
@@ -102,6 +112,7 @@ impl Partitions {
             lists: vec![List::default(); k],
             assigned: 0,
             trained_at: rows,
+            training: TRAININGS.fetch_add(1, Ordering::Relaxed) + 1,
         };
         partitions.assign(data, codes, words, rows);
         partitions
@@ -140,6 +151,36 @@ impl Partitions {
                 .extend_from_slice(&codes[row * words..(row + 1) * words]);
         }
         self.assigned = upto;
+    }
+
+    /// Adds `row`, whose nearest centroid the caller already knows, to
+    /// that centroid's list. Only the next row in order can be placed (rows
+    /// before it still waiting are assigned in a batch, and rows stay in
+    /// order); returns whether it was placed.
+    pub(crate) fn place(&mut self, row: usize, list: u32, code: &[u64]) -> bool {
+        let Some(target) = self.lists.get_mut(list as usize) else {
+            return false;
+        };
+        if row != self.assigned {
+            return false;
+        }
+        target.rows.push(row as u32);
+        target.codes.extend_from_slice(code);
+        self.assigned += 1;
+        true
+    }
+
+    /// The list holding `row`, if any.
+    #[cfg(test)]
+    pub(crate) fn list_of(&self, row: usize) -> Option<usize> {
+        self.lists
+            .iter()
+            .position(|l| l.rows.contains(&(row as u32)))
+    }
+
+    /// Which training these centroids come from.
+    pub(crate) fn training(&self) -> u64 {
+        self.training
     }
 
     /// Rows in a list.
@@ -210,13 +251,16 @@ impl Partitions {
 fn nearest_centroids(rows: ArrayView2<'_, f32>, centroids: &Array2<f32>) -> Vec<u32> {
     let sims = rows.dot(&centroids.t());
     sims.axis_iter(Axis(0))
-        .map(|row| {
-            row.iter()
-                .enumerate()
-                .fold((0u32, f32::MIN), |best, (c, s)| {
-                    if *s > best.1 { (c as u32, *s) } else { best }
-                })
-                .0
-        })
+        .map(|row| most_similar(row.iter()))
         .collect()
+}
+
+/// The index of the largest of a vector's similarities to the centroids
+/// (the first on ties).
+pub(crate) fn most_similar<'a>(sims: impl Iterator<Item = &'a f32>) -> u32 {
+    sims.enumerate()
+        .fold((0u32, f32::MIN), |best, (c, s)| {
+            if *s > best.1 { (c as u32, *s) } else { best }
+        })
+        .0
 }

@@ -15,7 +15,7 @@ use arrow_buffer::NullBuffer;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use futures::TryStreamExt;
 use lancedb::query::{ExecutableQuery, QueryBase, Select};
-use lancedb::table::optimize::{CompactionOptions, Duration};
+use lancedb::table::optimize::{CompactionMode, CompactionOptions, Duration};
 use lancedb::table::{NaNVectorBehavior, OptimizeAction};
 use lancedb::{Connection, Table};
 
@@ -26,6 +26,8 @@ use crate::rows::{EventRow, MemoryRow, Record, VectorRow};
 const MEMORIES: &str = "memories";
 const EVENTS: &str = "events";
 const VECTORS: &str = "vectors";
+/// Rows of a fragment that compaction leaves alone (see [`Tables::compact`]).
+const COMPACTED_FRAGMENT_ROWS: usize = 65_536;
 
 /// Handle on the two tables of one data directory (or any LanceDB URI).
 #[derive(Clone)]
@@ -250,11 +252,35 @@ impl Tables {
         Ok(rows)
     }
 
-    /// Merges the small fragments that batched appends leave behind.
+    /// Merges the small fragments that batched appends leave behind into
+    /// fragments of [`COMPACTED_FRAGMENT_ROWS`], then drops table versions
+    /// older than a week (what LanceDB's `OptimizeAction::All` keeps).
+    ///
+    /// LanceDB's default target is a million rows a fragment, and every
+    /// fragment below the target is rewritten again at each compaction: a
+    /// growing table would be rewritten whole every time, so a bulk import
+    /// would rewrite each row over and over. With a smaller target a row is
+    /// rewritten about once. Fragments are copied page by page where their
+    /// files allow it (LanceDB falls back to decoding and encoding them).
     pub(crate) async fn compact(&self) -> Result<()> {
         for (table, name) in self.all() {
             table
-                .optimize(OptimizeAction::All)
+                .optimize(OptimizeAction::Compact {
+                    options: CompactionOptions {
+                        target_rows_per_fragment: COMPACTED_FRAGMENT_ROWS,
+                        compaction_mode: Some(CompactionMode::TryBinaryCopy),
+                        ..CompactionOptions::default()
+                    },
+                    remap_options: None,
+                })
+                .await
+                .map_err(IndexerError::lance(name))?;
+            table
+                .optimize(OptimizeAction::Prune {
+                    older_than: None,
+                    delete_unverified: None,
+                    error_if_tagged_old_versions: None,
+                })
                 .await
                 .map_err(IndexerError::lance(name))?;
         }
