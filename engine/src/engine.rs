@@ -268,6 +268,8 @@ impl Engine {
         Ok(Guarded {
             redactions,
             quarantined,
+            folded: validate::normalized_text(&m.content),
+            content_sha256: content_sha256(&m.content),
         })
     }
 
@@ -303,13 +305,13 @@ impl Engine {
         &self,
         state: &State,
         items: Vec<NewMemory>,
-        guarded: Vec<Guarded>,
+        mut guarded: Vec<Guarded>,
         now: chrono::DateTime<chrono::Utc>,
     ) -> Result<Decided> {
         let write = &self.inner.config.write;
-        let folded: Vec<String> = items
-            .iter()
-            .map(|m| validate::normalized_text(&m.content))
+        let folded: Vec<String> = guarded
+            .iter_mut()
+            .map(|g| std::mem::take(&mut g.folded))
             .collect();
         // Neighbours already in the store, and near copies among the
         // batch's own items (one matrix product, on one thread), side by side.
@@ -379,7 +381,7 @@ impl Engine {
                     AuditEntry::new(now_ms, &item.tenant, "remember")
                         .id(id.to_string())
                         .actor(item.agent.clone())
-                        .content_sha256(content_sha256(&item.content))
+                        .content_sha256(guard.content_sha256)
                         .detail(Some("deduplicated into the existing memory".into())),
                 );
                 records.push(Record::Event(EventRow {
@@ -409,7 +411,6 @@ impl Engine {
                 })
                 .collect();
             let id = Uuid::now_v7();
-            let content_hash = content_sha256(&item.content);
             let elements = match superseded {
                 Some(old) if item.elements.is_empty() => old.row.elements.clone(),
                 _ => item.elements.clone(),
@@ -471,7 +472,7 @@ impl Engine {
                 AuditEntry::new(now_ms, &item.tenant, "remember")
                     .id(id.to_string())
                     .actor(item.agent.clone())
-                    .content_sha256(content_hash)
+                    .content_sha256(guard.content_sha256)
                     .detail((!detail.is_empty()).then(|| detail.join("; "))),
             );
             if let Some(old) = superseded {
@@ -769,10 +770,16 @@ struct Decided {
     audit: Vec<AuditEntry>,
 }
 
-/// What the write path's safety steps did to one item.
+/// What the write path's safety steps did to one item, and what the
+/// policy needs of its final text (computed beside the safety steps, in
+/// parallel for a batch, rather than under the store lock).
 struct Guarded {
     redactions: BTreeMap<String, u32>,
     quarantined: Option<ScreenMatch>,
+    /// The content as dedup compares it without vectors.
+    folded: String,
+    /// For the audit log.
+    content_sha256: String,
 }
 
 /// Hex SHA-256 of stored content, for the audit log.
