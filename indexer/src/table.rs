@@ -263,29 +263,48 @@ impl Tables {
     /// rewritten about once. Fragments are copied page by page where their
     /// files allow it (LanceDB falls back to decoding and encoding them).
     pub(crate) async fn compact(&self) -> Result<()> {
+        let compaction = CompactionOptions {
+            target_rows_per_fragment: COMPACTED_FRAGMENT_ROWS,
+            compaction_mode: Some(CompactionMode::TryBinaryCopy),
+            ..CompactionOptions::default()
+        };
+        self.rewrite(compaction, OldVersions::KeepAWeek).await
+    }
+
+    /// Compacts every table with `compaction`, then prunes old versions.
+    async fn rewrite(&self, compaction: CompactionOptions, old: OldVersions) -> Result<()> {
+        let (older_than, delete_unverified, error_if_tagged_old_versions) = match old {
+            OldVersions::KeepAWeek => (None, None, None),
+            OldVersions::DropAll => (Some(Duration::zero()), Some(true), Some(false)),
+        };
         for (table, name) in self.all() {
             table
                 .optimize(OptimizeAction::Compact {
-                    options: CompactionOptions {
-                        target_rows_per_fragment: COMPACTED_FRAGMENT_ROWS,
-                        compaction_mode: Some(CompactionMode::TryBinaryCopy),
-                        ..CompactionOptions::default()
-                    },
+                    options: compaction.clone(),
                     remap_options: None,
                 })
                 .await
                 .map_err(IndexerError::lance(name))?;
             table
                 .optimize(OptimizeAction::Prune {
-                    older_than: None,
-                    delete_unverified: None,
-                    error_if_tagged_old_versions: None,
+                    older_than,
+                    delete_unverified,
+                    error_if_tagged_old_versions,
                 })
                 .await
                 .map_err(IndexerError::lance(name))?;
         }
         Ok(())
     }
+}
+
+/// Which old table versions a [`Tables::rewrite`] removes.
+enum OldVersions {
+    /// Those older than a week (LanceDB's default), so a reader of a
+    /// recent version keeps its files.
+    KeepAWeek,
+    /// All of them, and unreferenced files: erasure must leave no copy.
+    DropAll,
 }
 
 impl Tables {
@@ -331,28 +350,12 @@ impl Tables {
     /// no other writer touches the tables, which the store's lock and mutex
     /// guarantee.
     pub(crate) async fn purge(&self) -> Result<()> {
-        for (table, name) in self.all() {
-            table
-                .optimize(OptimizeAction::Compact {
-                    options: CompactionOptions {
-                        materialize_deletions: true,
-                        materialize_deletions_threshold: 0.0,
-                        ..CompactionOptions::default()
-                    },
-                    remap_options: None,
-                })
-                .await
-                .map_err(IndexerError::lance(name))?;
-            table
-                .optimize(OptimizeAction::Prune {
-                    older_than: Some(Duration::zero()),
-                    delete_unverified: Some(true),
-                    error_if_tagged_old_versions: Some(false),
-                })
-                .await
-                .map_err(IndexerError::lance(name))?;
-        }
-        Ok(())
+        let compaction = CompactionOptions {
+            materialize_deletions: true,
+            materialize_deletions_threshold: 0.0,
+            ..CompactionOptions::default()
+        };
+        self.rewrite(compaction, OldVersions::DropAll).await
     }
 
     fn all(&self) -> [(&Table, &'static str); 3] {
