@@ -164,9 +164,15 @@ pub struct SweepArgs {
     /// Decay half-lives in days.
     #[arg(long, value_delimiter = ',', default_value = "15,45,180,100000")]
     pub half_life: Vec<f64>,
+    /// Decay floors (1 turns decay off).
+    #[arg(long, value_delimiter = ',', default_value = "0.4,0.6,0.8,0.9,1")]
+    pub decay_floor: Vec<f32>,
     /// Abstention gates.
-    #[arg(long, value_delimiter = ',', default_value = "0.2,0.25,0.3,0.35,0.4")]
+    #[arg(long, value_delimiter = ',', default_value = "0.1,0.15,0.2,0.25,0.3")]
     pub min_relevance: Vec<f32>,
+    /// Relevance every hit must reach once the query passes the gate.
+    #[arg(long, value_delimiter = ',', default_value = "0,0.05,0.1,0.15")]
+    pub min_hit_relevance: Vec<f32>,
     /// Candidate pools (each stage).
     #[arg(long, value_delimiter = ',', default_value = "25,50,100,200")]
     pub pool: Vec<usize>,
@@ -310,6 +316,7 @@ pub fn default_rankers(fusion_only: bool) -> Vec<Ranker> {
     if fusion_only {
         let fusion = ScoringConfig {
             min_relevance: 0.0,
+            min_hit_relevance: 0.0,
             decay_floor: 1.0,
             update_similarity: None,
             ..ScoringConfig::default()
@@ -533,7 +540,9 @@ struct Point {
     vector_weight: f32,
     bm25: Bm25Normalization,
     half_life: f64,
+    decay_floor: f32,
     min_relevance: f32,
+    min_hit_relevance: f32,
     pool: usize,
     update_similarity: Option<f32>,
 }
@@ -545,7 +554,9 @@ impl Point {
             vector_weight: d.vector_weight,
             bm25: d.bm25,
             half_life: d.half_life_days,
+            decay_floor: d.decay_floor,
             min_relevance: d.min_relevance,
+            min_hit_relevance: d.min_hit_relevance,
             pool: d.candidate_pool,
             update_similarity: d.update_similarity,
         }
@@ -553,11 +564,13 @@ impl Point {
 
     fn name(&self) -> String {
         format!(
-            "w{}/{}/hl{}/min{}/pool{}/upd{}",
+            "w{}/{}/hl{}/floor{}/min{}/hit{}/pool{}/upd{}",
             self.vector_weight,
             bm25_label(self.bm25),
             self.half_life,
+            self.decay_floor,
             self.min_relevance,
+            self.min_hit_relevance,
             self.pool,
             update_label(self.update_similarity)
         )
@@ -571,7 +584,9 @@ impl Point {
                 lexical_weight: 1.0 - self.vector_weight,
                 bm25: self.bm25,
                 half_life_days: self.half_life,
+                decay_floor: self.decay_floor,
                 min_relevance: self.min_relevance,
+                min_hit_relevance: self.min_hit_relevance,
                 candidate_pool: self.pool,
                 update_similarity: self.update_similarity,
                 ..ScoringConfig::default()
@@ -588,7 +603,9 @@ impl Point {
                 _ => None,
             },
             "half_life_days" => Some(self.half_life),
+            "decay_floor" => Some(f64::from(self.decay_floor)),
             "min_relevance" => Some(f64::from(self.min_relevance)),
+            "min_hit_relevance" => Some(f64::from(self.min_hit_relevance)),
             "candidate_pool" => Some(self.pool as f64),
             "update_similarity" => self.update_similarity.map(f64::from),
             _ => None,
@@ -596,11 +613,13 @@ impl Point {
     }
 }
 
-const PARAMS: [&str; 6] = [
+const PARAMS: [&str; 8] = [
     "vector_weight",
     "bm25_saturation_k",
     "half_life_days",
+    "decay_floor",
     "min_relevance",
+    "min_hit_relevance",
     "candidate_pool",
     "update_similarity",
 ];
@@ -637,17 +656,23 @@ fn sweep_points(args: &SweepArgs) -> anyhow::Result<Vec<Point>> {
         for &w in &args.vector_weight {
             for &b in &bm25 {
                 for &h in &args.half_life {
-                    for &m in &args.min_relevance {
-                        for &p in &args.pool {
-                            for &u in &updates {
-                                points.push(Point {
-                                    vector_weight: w,
-                                    bm25: b,
-                                    half_life: h,
-                                    min_relevance: m,
-                                    pool: p,
-                                    update_similarity: u,
-                                });
+                    for &f in &args.decay_floor {
+                        for &m in &args.min_relevance {
+                            for &hit in &args.min_hit_relevance {
+                                for &p in &args.pool {
+                                    for &u in &updates {
+                                        points.push(Point {
+                                            vector_weight: w,
+                                            bm25: b,
+                                            half_life: h,
+                                            decay_floor: f,
+                                            min_relevance: m,
+                                            min_hit_relevance: hit,
+                                            pool: p,
+                                            update_similarity: u,
+                                        });
+                                    }
+                                }
                             }
                         }
                     }
@@ -679,9 +704,21 @@ fn sweep_points(args: &SweepArgs) -> anyhow::Result<Vec<Point>> {
             ..base.clone()
         });
     }
+    for &f in &args.decay_floor {
+        push(Point {
+            decay_floor: f,
+            ..base.clone()
+        });
+    }
     for &m in &args.min_relevance {
         push(Point {
             min_relevance: m,
+            ..base.clone()
+        });
+    }
+    for &hit in &args.min_hit_relevance {
+        push(Point {
+            min_hit_relevance: hit,
             ..base.clone()
         });
     }
@@ -750,7 +787,7 @@ pub async fn sweep_command(args: &SweepArgs) -> anyhow::Result<()> {
         "recall_any@5".to_string(),
     ];
     let mut md = format!(
-        "# Sweep on {}\n\n| vector w | BM25 | half-life d | min_relevance | pool | update sim | {} | {} | {} | abstention acc | KU newest-first |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "# Sweep on {}\n\n| vector w | BM25 | half-life d | decay floor | min_relevance | min hit relevance | pool | update sim | {} | {} | {} | abstention acc | KU newest-first |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
         data.display(),
         metrics[0],
         metrics[1],
@@ -760,11 +797,13 @@ pub async fn sweep_command(args: &SweepArgs) -> anyhow::Result<()> {
     for (point, report) in points.iter().zip(&reports) {
         let vals: Vec<f64> = metrics.iter().map(|m| report.overall(m)).collect();
         md.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {} | {} |\n",
             point.vector_weight,
             bm25_label(point.bm25),
             point.half_life,
+            point.decay_floor,
             point.min_relevance,
+            point.min_hit_relevance,
             point.pool,
             update_label(point.update_similarity),
             vals[0],
@@ -781,7 +820,9 @@ pub async fn sweep_command(args: &SweepArgs) -> anyhow::Result<()> {
             "vector_weight": point.vector_weight,
             "bm25": bm25_label(point.bm25),
             "half_life_days": point.half_life,
+            "decay_floor": point.decay_floor,
             "min_relevance": point.min_relevance,
+            "min_hit_relevance": point.min_hit_relevance,
             "candidate_pool": point.pool,
             "update_similarity": point.update_similarity,
             "overall": report.overall_json(),
@@ -789,7 +830,7 @@ pub async fn sweep_command(args: &SweepArgs) -> anyhow::Result<()> {
     }
     for baseline in &reports[points.len()..] {
         md.push_str(&format!(
-            "| {} only | | | | | | {:.3} | {:.3} | {:.3} | – | {} |\n",
+            "| {} only | | | | | | | | {:.3} | {:.3} | {:.3} | – | {} |\n",
             baseline.ranker,
             baseline.overall(&metrics[0]),
             baseline.overall(&metrics[1]),

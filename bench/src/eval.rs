@@ -232,6 +232,7 @@ impl Ranker {
                 vector_weight: 1.0,
                 lexical_weight: 0.0,
                 min_relevance: 0.0,
+                min_hit_relevance: 0.0,
                 decay_floor: 1.0,
                 update_similarity: None,
                 ..ScoringConfig::default()
@@ -250,6 +251,7 @@ impl Ranker {
                 lexical_weight: 1.0,
                 bm25: Bm25Normalization::Saturation { k: 10.0 },
                 min_relevance: 0.0,
+                min_hit_relevance: 0.0,
                 decay_floor: 1.0,
                 update_similarity: None,
                 ..ScoringConfig::default()

@@ -38,7 +38,8 @@ pub struct Hit {
 pub struct RecallResult {
     /// Best first, at most `k`.
     pub hits: Vec<Hit>,
-    /// True when candidates existed but none reached `min_relevance`, or none existed.
+    /// True when no candidate reached `min_relevance` (or none existed):
+    /// the result is then empty.
     pub abstained: bool,
     /// Candidates considered (union of the vector and BM25 stages, in scope).
     pub candidates: usize,
@@ -400,11 +401,11 @@ impl RecallBuilder {
                     normalize_bm25(config.bm25, s, min_s, max_s, attainable)
                 });
                 let rel = relevance(config, cosine, b, has_embedder);
-                // min_relevance is calibrated for the hybrid score. BM25 alone
-                // depends on corpus size (IDF), so without an embedder the gate
-                // is any lexical match at all.
+                // The thresholds are calibrated for the hybrid score. BM25
+                // alone depends on corpus size (IDF), so without an embedder
+                // any lexical match passes both.
                 let passes = if has_embedder {
-                    rel >= config.min_relevance
+                    rel >= config.min_hit_relevance
                 } else {
                     bm25.is_some_and(|s| s > 0.0)
                 };
@@ -443,6 +444,13 @@ impl RecallBuilder {
                 ))
             })
             .collect();
+        // Abstention is the query's verdict: without one candidate that
+        // reaches `min_relevance`, nothing is returned. Once a query has an
+        // answer, weaker hits down to `min_hit_relevance` fill the k slots.
+        let answerable = !has_embedder || scored.iter().any(|(_, b)| b.rel >= config.min_relevance);
+        if !answerable {
+            scored.clear();
+        }
         scored.sort_by(|(i, a), (j, b)| {
             b.score
                 .total_cmp(&a.score)

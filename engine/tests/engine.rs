@@ -281,6 +281,71 @@ async fn supersede_hides_the_old_memory_and_keeps_it_in_history() {
     assert_eq!(engine.get(TENANT, a).await.unwrap().superseded_by, Some(b));
 }
 
+/// A unit vector of the model's width: `weights` on the first axes.
+fn direction(weights: &[(usize, f32)]) -> Vec<f32> {
+    let mut v = vec![0.0; 384];
+    for &(axis, w) in weights {
+        v[axis] = w;
+    }
+    v
+}
+
+#[tokio::test]
+async fn abstention_is_decided_per_query_and_weak_hits_fill_an_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = open(dir.path()).await;
+    let config = ScoringConfig::default();
+    let weak_cos = 0.2f32;
+    // rel = 0.55 · 0.2 = 0.11: below the gate, above the hit floor.
+    assert!(config.vector_weight * weak_cos < config.min_relevance);
+    assert!(config.vector_weight * weak_cos >= config.min_hit_relevance);
+    let write = |text: &str, v: Vec<f32>| engine.remember(note(Kind::Note, text).vector(v));
+    let strong = write(
+        "Deploy windows open at noon on weekdays.",
+        direction(&[(0, 1.0)]),
+    )
+    .await
+    .unwrap()
+    .id();
+    let other = (1.0 - weak_cos * weak_cos).sqrt();
+    let weak = write(
+        "The cafeteria serves soup on Fridays.",
+        direction(&[(0, weak_cos), (1, other)]),
+    )
+    .await
+    .unwrap()
+    .id();
+    let unrelated = write(
+        "Parking permits renew every January.",
+        direction(&[(2, 1.0)]),
+    )
+    .await
+    .unwrap()
+    .id();
+    let ask = |v: Vec<f32>| {
+        engine
+            .recall(TENANT, "zebra quokka")
+            .read([BANK])
+            .query_vector(v)
+            .execute()
+    };
+
+    // The best hit passes the gate, so the weak one is returned too; the
+    // unrelated one (relevance 0) is not.
+    let answered = ask(direction(&[(0, 1.0)])).await.unwrap();
+    let ids: Vec<Uuid> = answered.hits.iter().map(|h| h.memory.id).collect();
+    assert_eq!(ids, vec![strong, weak]);
+    assert!(!answered.abstained);
+    assert!(!ids.contains(&unrelated));
+
+    // Nothing reaches the gate: the engine abstains, although the best
+    // candidate is above the hit floor.
+    let near_miss = (1.0f32 - 0.25 * 0.25).sqrt();
+    let abstained = ask(direction(&[(0, 0.25), (5, near_miss)])).await.unwrap();
+    assert!(abstained.abstained);
+    assert!(abstained.hits.is_empty());
+}
+
 #[tokio::test]
 async fn decay_kind_weight_and_abstention_under_an_injected_clock() {
     let dir = tempfile::tempdir().unwrap();
