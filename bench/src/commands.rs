@@ -12,7 +12,7 @@ use serde_json::json;
 
 use crate::eval::{Ranker, Report, RunStats, run};
 use crate::report::{markdown, markdown_path, plot, write_json};
-use crate::sources::{self, Granularity};
+use crate::sources::{self, ContextIn, Granularity};
 use crate::vector_cache::{self, VectorCache};
 
 /// recall's research runner: quality on LongMemEval-style and LoCoMo data,
@@ -113,9 +113,15 @@ pub struct LocomoArgs {
     /// Only the first N conversations.
     #[arg(long)]
     pub conversations: Option<usize>,
-    /// Turns before each turn, in its session, written into its memory.
-    #[arg(long, default_value_t = 0)]
+    /// Turns before each turn, in its session, written with it. Default 1
+    /// (in the title): the way an agent would remember a conversation, and
+    /// the "neighbour-turn context" lever; 0 is the reference
+    /// setup (each turn alone).
+    #[arg(long, default_value_t = 1)]
     pub context: usize,
+    /// Where those turns go: the memory's title (BM25 only) or its content.
+    #[arg(long, value_enum, default_value_t = ContextIn::Title)]
+    pub context_in: ContextIn,
     /// Shared options.
     #[command(flatten)]
     pub common: Common,
@@ -147,9 +153,12 @@ pub struct SweepArgs {
     /// … or on a LongMemEval-format file (turn level).
     #[arg(long)]
     pub longmemeval: Option<PathBuf>,
-    /// LoCoMo: turns before each turn written into its memory.
-    #[arg(long, default_value_t = 0)]
+    /// LoCoMo: turns before each turn written with it (as `locomo`).
+    #[arg(long, default_value_t = 1)]
     pub context: usize,
+    /// LoCoMo: where those turns go (title or content).
+    #[arg(long, value_enum, default_value_t = ContextIn::Title)]
+    pub context_in: ContextIn,
     /// Vector weights (the lexical weight is 1 − w).
     #[arg(long, value_delimiter = ',', default_value = "0.3,0.45,0.55,0.65,0.8")]
     pub vector_weight: Vec<f32>,
@@ -471,7 +480,7 @@ pub async fn locomo_command(args: &LocomoArgs) -> anyhow::Result<Vec<Report>> {
     if let Some(n) = args.conversations {
         conversations.truncate(n);
     }
-    let haystacks = sources::locomo(&conversations, args.context);
+    let haystacks = sources::locomo(&conversations, args.context, args.context_in);
     let title = format!(
         "LoCoMo, turn level, categories 1–4: {} ({} conversations)",
         args.file.display(),
@@ -482,6 +491,7 @@ pub async fn locomo_command(args: &LocomoArgs) -> anyhow::Result<Vec<Report>> {
         "categories": [1, 2, 3, 4],
         "conversations": conversations.len(),
         "context": args.context,
+        "context_in": args.context_in,
     });
     quality_run(
         "locomo",
@@ -753,7 +763,7 @@ fn varies_only(point: &Point, param: &str) -> bool {
 pub async fn sweep_command(args: &SweepArgs) -> anyhow::Result<()> {
     let (haystacks, data) = match (&args.locomo, &args.longmemeval) {
         (Some(file), _) => (
-            sources::locomo(&locomo::load(file)?, args.context),
+            sources::locomo(&locomo::load(file)?, args.context, args.context_in),
             file.clone(),
         ),
         (None, Some(file)) => {

@@ -41,6 +41,8 @@ pub struct Doc {
     pub text: String,
     /// When it was said (`observed_at`, and the clock while writing it).
     pub at: DateTime<Utc>,
+    /// A title (searched by BM25, not embedded), if any.
+    pub title: Option<String>,
 }
 
 /// One question over a haystack.
@@ -110,7 +112,10 @@ fn clip(text: &str) -> &str {
 /// observed at its date, with its cached vector.
 fn write_of(doc: &Doc, kind: Kind, cache: &VectorCache) -> NewMemory {
     let text = clip(&doc.text);
-    let memory = NewMemory::new(TENANT, BANK, kind, text).observed_at(doc.at);
+    let mut memory = NewMemory::new(TENANT, BANK, kind, text).observed_at(doc.at);
+    if let Some(title) = &doc.title {
+        memory = memory.title(title.clone());
+    }
     match cache.get(text) {
         Some(v) => memory.vector(v.clone()),
         None => memory,

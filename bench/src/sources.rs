@@ -53,6 +53,7 @@ pub fn longmemeval(instances: &[Instance], granularity: Granularity) -> (Vec<Hay
                             unit,
                             text: turn.content.clone(),
                             at,
+                            title: None,
                         });
                     }
                 }
@@ -69,6 +70,7 @@ pub fn longmemeval(instances: &[Instance], granularity: Granularity) -> (Vec<Hay
                         unit: sid.clone(),
                         text: text.join("\n"),
                         at,
+                        title: None,
                     });
                 }
             }
@@ -108,26 +110,39 @@ pub fn longmemeval(instances: &[Instance], granularity: Granularity) -> (Vec<Hay
 /// One haystack per conversation, turn level (`dia_id`), text
 /// `<speaker>: <text>` (+ ` [image: <caption>]`), categories 1–4 with
 /// evidence (the dataset README's rules). Questions are asked a day after
-/// the last session. With `context` > 0 each memory also holds the
-/// `context` turns before it in its session, one per line above it (the
-/// hit still credits only its own turn): an answer often only makes sense
-/// with the question it answers.
-pub fn locomo(conversations: &[Conversation], context: usize) -> Vec<Haystack> {
+/// the last session. With `context` > 0 each memory is also given the
+/// `context` turns before it in its session (the hit still credits only
+/// its own turn): an answer often only makes sense with the question it
+/// answers. `context_in` says where they go.
+pub fn locomo(
+    conversations: &[Conversation],
+    context: usize,
+    context_in: ContextIn,
+) -> Vec<Haystack> {
     conversations
         .iter()
         .map(|c| {
             let mut docs = Vec::new();
             for s in &c.sessions {
                 for (i, t) in s.turns.iter().enumerate() {
-                    let mut lines: Vec<String> = s.turns[i.saturating_sub(context)..i]
+                    let before: Vec<String> = s.turns[i.saturating_sub(context)..i]
                         .iter()
                         .map(|p| p.document())
                         .collect();
-                    lines.push(t.document());
+                    let (text, title) = match context_in {
+                        _ if before.is_empty() => (t.document(), None),
+                        ContextIn::Title => (t.document(), Some(context_title(&t.dia_id, &before))),
+                        ContextIn::Content => {
+                            let mut lines = before;
+                            lines.push(t.document());
+                            (lines.join("\n"), None)
+                        }
+                    };
                     docs.push(Doc {
                         unit: t.dia_id.clone(),
-                        text: lines.join("\n"),
+                        text,
                         at: s.date,
+                        title,
                     });
                 }
             }
@@ -155,4 +170,48 @@ pub fn locomo(conversations: &[Conversation], context: usize) -> Vec<Haystack> {
             }
         })
         .collect()
+}
+
+/// Where a LoCoMo turn's preceding turns are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ContextIn {
+    /// In the memory's title: BM25 searches it, the vector is the turn's
+    /// own, so the turn after the evidence (whose title quotes it) does
+    /// not also match it by meaning.
+    Title,
+    /// Above the turn in its content: searched and embedded together.
+    Content,
+}
+
+/// A title naming the turn (titles are unique in a tenant) and the turns
+/// it follows, on one line of at most [`TITLE_BYTES`].
+fn context_title(dia_id: &str, before: &[String]) -> String {
+    let mut title = format!("{dia_id} after: {}", before.join(" / ")).replace('\n', " ");
+    let mut end = title.len().min(TITLE_BYTES);
+    while !title.is_char_boundary(end) {
+        end -= 1;
+    }
+    title.truncate(end);
+    title
+}
+
+/// The engine takes titles of up to 256 bytes.
+const TITLE_BYTES: usize = 256;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_context_title_is_one_line_within_the_limit_and_names_its_turn() {
+        let long = "é".repeat(300);
+        let title = context_title("D3:7", &["A: first\nline".into(), long]);
+        assert!(title.starts_with("D3:7 after: A: first line / é"));
+        assert!(title.len() <= TITLE_BYTES && !title.contains('\n'));
+        assert_eq!(
+            context_title("D1:2", &["B: hi".into()]),
+            "D1:2 after: B: hi"
+        );
+    }
 }

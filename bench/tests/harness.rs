@@ -8,7 +8,7 @@ use recall_bench::commands::{
     Common, LocomoArgs, LongMemEvalArgs, ProbesArgs, locomo_command, longmemeval_command,
     probes_command,
 };
-use recall_bench::sources::Granularity;
+use recall_bench::sources::{ContextIn, Granularity};
 use serde_json::Value;
 
 fn fixture(name: &str) -> PathBuf {
@@ -109,6 +109,7 @@ async fn locomo_fixture_scores_what_was_worked_out_by_hand() {
         file: fixture("locomo_tiny.json"),
         conversations: None,
         context: 0,
+        context_in: ContextIn::Title,
         common: common(dir.path(), "locomo.json"),
     };
     locomo_command(&args).await.unwrap();
@@ -192,6 +193,7 @@ async fn a_dozen_generated_probes_and_one_locomo_conversation_run_end_to_end() {
         file: locomo,
         conversations: Some(1),
         context: 0,
+        context_in: ContextIn::Title,
         common: common(dir.path(), "locomo-one.json"),
     })
     .await
