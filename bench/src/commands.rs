@@ -326,6 +326,7 @@ pub fn default_rankers(fusion_only: bool) -> Vec<Ranker> {
         let fusion = ScoringConfig {
             min_relevance: 0.0,
             min_hit_relevance: 0.0,
+            min_hit_share: 0.0,
             decay_floor: 1.0,
             update_similarity: None,
             ..ScoringConfig::default()

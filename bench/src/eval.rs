@@ -238,6 +238,7 @@ impl Ranker {
                 lexical_weight: 0.0,
                 min_relevance: 0.0,
                 min_hit_relevance: 0.0,
+                min_hit_share: 0.0,
                 decay_floor: 1.0,
                 update_similarity: None,
                 ..ScoringConfig::default()
@@ -257,6 +258,7 @@ impl Ranker {
                 bm25: Bm25Normalization::Saturation { k: 10.0 },
                 min_relevance: 0.0,
                 min_hit_relevance: 0.0,
+                min_hit_share: 0.0,
                 decay_floor: 1.0,
                 update_similarity: None,
                 ..ScoringConfig::default()

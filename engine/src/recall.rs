@@ -446,10 +446,16 @@ impl RecallBuilder {
             .collect();
         // Abstention is the query's verdict: without one candidate that
         // reaches `min_relevance`, nothing is returned. Once a query has an
-        // answer, weaker hits down to `min_hit_relevance` fill the k slots.
-        let answerable = !has_embedder || scored.iter().any(|(_, b)| b.rel >= config.min_relevance);
-        if !answerable {
-            scored.clear();
+        // answer, weaker hits down to `min_hit_relevance` (and a share of
+        // the best hit's relevance) fill the k slots.
+        let best = scored.iter().map(|(_, b)| b.rel).fold(0f32, f32::max);
+        if has_embedder {
+            if best < config.min_relevance {
+                scored.clear();
+            }
+            // A clear answer does not bring noise along: hits far weaker
+            // than the best one go, even above the floor.
+            scored.retain(|(_, b)| b.rel >= config.min_hit_share * best);
         }
         scored.sort_by(|(i, a), (j, b)| {
             b.score

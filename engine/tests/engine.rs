@@ -295,11 +295,8 @@ async fn abstention_is_decided_per_query_and_weak_hits_fill_an_answer() {
     let dir = tempfile::tempdir().unwrap();
     let engine = open(dir.path()).await;
     let config = ScoringConfig::default();
-    let weak_cos = 0.2f32;
-    // rel = 0.55 · 0.2 = 0.11: below the gate, above the hit floor.
-    assert!(config.vector_weight * weak_cos < config.min_relevance);
-    assert!(config.vector_weight * weak_cos >= config.min_hit_relevance);
     let write = |text: &str, v: Vec<f32>| engine.remember(note(Kind::Note, text).vector(v));
+    // `weak` has cosine 0.2 to `strong`.
     let strong = write(
         "Deploy windows open at noon on weekdays.",
         direction(&[(0, 1.0)]),
@@ -307,10 +304,9 @@ async fn abstention_is_decided_per_query_and_weak_hits_fill_an_answer() {
     .await
     .unwrap()
     .id();
-    let other = (1.0 - weak_cos * weak_cos).sqrt();
     let weak = write(
         "The cafeteria serves soup on Fridays.",
-        direction(&[(0, weak_cos), (1, other)]),
+        direction(&[(0, 0.2), (1, (1.0f32 - 0.04).sqrt())]),
     )
     .await
     .unwrap()
@@ -329,14 +325,32 @@ async fn abstention_is_decided_per_query_and_weak_hits_fill_an_answer() {
             .query_vector(v)
             .execute()
     };
+    let ids = |r: &recall::RecallResult| r.hits.iter().map(|h| h.memory.id).collect::<Vec<_>>();
+    let rel = |cos: f32| config.vector_weight * cos;
 
-    // The best hit passes the gate, so the weak one is returned too; the
-    // unrelated one (relevance 0) is not.
-    let answered = ask(direction(&[(0, 1.0)])).await.unwrap();
-    let ids: Vec<Uuid> = answered.hits.iter().map(|h| h.memory.id).collect();
-    assert_eq!(ids, vec![strong, weak]);
+    // Every hit is weak (relevance 0.165 and 0.11): the best passes the
+    // gate, so the one below it is returned too, although it is under the
+    // gate; the unrelated one (relevance 0) is not.
+    assert!(rel(0.3) >= config.min_relevance && rel(0.2) < config.min_relevance);
+    assert!(
+        rel(0.2)
+            >= config
+                .min_hit_relevance
+                .max(config.min_hit_share * rel(0.3))
+    );
+    let b = (0.2 - 0.2 * 0.3) / (1.0f32 - 0.04).sqrt();
+    let rest = (1.0 - 0.09 - b * b).sqrt();
+    let answered = ask(direction(&[(0, 0.3), (1, b), (4, rest)]))
+        .await
+        .unwrap();
+    assert_eq!(ids(&answered), vec![strong, weak]);
     assert!(!answered.abstained);
-    assert!(!ids.contains(&unrelated));
+
+    // A clear answer (relevance 0.55) does not bring the weak one along.
+    assert!(rel(0.2) < config.min_hit_share * rel(1.0));
+    let clear = ask(direction(&[(0, 1.0)])).await.unwrap();
+    assert_eq!(ids(&clear), vec![strong]);
+    assert!(!ids(&clear).contains(&unrelated));
 
     // Nothing reaches the gate: the engine abstains, although the best
     // candidate is above the hit floor.
