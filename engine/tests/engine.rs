@@ -295,29 +295,23 @@ async fn abstention_is_decided_per_query_and_weak_hits_fill_an_answer() {
     let dir = tempfile::tempdir().unwrap();
     let engine = open(dir.path()).await;
     let config = ScoringConfig::default();
-    let write = |text: &str, v: Vec<f32>| engine.remember(note(Kind::Note, text).vector(v));
+    let write = async |text: &str, v: Vec<f32>| {
+        let written = engine.remember(note(Kind::Note, text).vector(v)).await;
+        written.unwrap().id()
+    };
     // `weak` has cosine 0.2 to `strong`.
     let strong = write(
         "Deploy windows open at noon on weekdays.",
         direction(&[(0, 1.0)]),
     )
-    .await
-    .unwrap()
-    .id();
-    let weak = write(
-        "The cafeteria serves soup on Fridays.",
-        direction(&[(0, 0.2), (1, (1.0f32 - 0.04).sqrt())]),
-    )
-    .await
-    .unwrap()
-    .id();
+    .await;
+    let weak_v = direction(&[(0, 0.2), (1, (1.0f32 - 0.04).sqrt())]);
+    let weak = write("The cafeteria serves soup on Fridays.", weak_v).await;
     let unrelated = write(
         "Parking permits renew every January.",
         direction(&[(2, 1.0)]),
     )
-    .await
-    .unwrap()
-    .id();
+    .await;
     let ask = |v: Vec<f32>| {
         engine
             .recall(TENANT, "zebra quokka")
