@@ -323,15 +323,7 @@ pub fn default_rankers(fusion_only: bool) -> Vec<Ranker> {
         Ranker::bm25(),
     ];
     if fusion_only {
-        let fusion = ScoringConfig {
-            min_relevance: 0.0,
-            min_hit_relevance: 0.0,
-            min_hit_share: 0.0,
-            decay_floor: 1.0,
-            update_similarity: None,
-            ..ScoringConfig::default()
-        };
-        rankers.push(Ranker::engine("fusion", fusion));
+        rankers.push(Ranker::engine("fusion", crate::eval::ungated()));
     }
     rankers
 }

@@ -207,6 +207,19 @@ pub fn texts(haystack: &Haystack) -> impl Iterator<Item = &str> {
         .chain(haystack.questions.iter().map(|q| q.text.as_str()))
 }
 
+/// The engine's scorer with every hit kept (no abstention gate, hit
+/// floors or decay) and no newer-version lift: the baselines' base.
+pub fn ungated() -> ScoringConfig {
+    ScoringConfig {
+        min_relevance: 0.0,
+        min_hit_relevance: 0.0,
+        min_hit_share: 0.0,
+        decay_floor: 1.0,
+        update_similarity: None,
+        ..ScoringConfig::default()
+    }
+}
+
 /// A named scorer setting.
 #[derive(Debug, Clone, Serialize)]
 pub struct Ranker {
@@ -236,12 +249,7 @@ impl Ranker {
             scoring: ScoringConfig {
                 vector_weight: 1.0,
                 lexical_weight: 0.0,
-                min_relevance: 0.0,
-                min_hit_relevance: 0.0,
-                min_hit_share: 0.0,
-                decay_floor: 1.0,
-                update_similarity: None,
-                ..ScoringConfig::default()
+                ..ungated()
             },
             judged_on_abstention: false,
         }
@@ -256,12 +264,7 @@ impl Ranker {
                 vector_weight: 0.0,
                 lexical_weight: 1.0,
                 bm25: Bm25Normalization::Saturation { k: 10.0 },
-                min_relevance: 0.0,
-                min_hit_relevance: 0.0,
-                min_hit_share: 0.0,
-                decay_floor: 1.0,
-                update_similarity: None,
-                ..ScoringConfig::default()
+                ..ungated()
             },
             judged_on_abstention: false,
         }
