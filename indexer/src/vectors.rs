@@ -390,29 +390,39 @@ impl VectorSet {
                     list: most_similar(sims.iter()),
                 });
                 let lists = p.probe(sims, want);
-                // Distances of every row in the probed lists and of the rows
-                // not yet in a list, each in one contiguous pass; the filter
-                // is asked only about rows in distance order, until the pool
-                // is full. A probe visits a few thousand rows: splitting it
-                // over the pool costs more than it saves, and callers run
-                // many probes in parallel.
+                // Each probed list (and the rows not yet in a list) in one
+                // contiguous pass of distances; only rows within the limit
+                // go on, in visiting order, and the filter is asked about
+                // them in distance order until the pool is full. A write's
+                // probe at a million rows visits ~20k rows and keeps a few
+                // dozen: copying and ordering all of them cost as much as
+                // their distances. A probe is a few thousand to tens of
+                // thousands of rows: splitting it over the pool costs more
+                // than it saves, and callers run many probes in parallel.
                 let tail = p.assigned()..self.len();
-                let visited = lists.iter().map(|l| l.rows.len()).sum::<usize>() + tail.len();
-                let mut rows = Vec::with_capacity(visited);
-                let mut distances = vec![0u32; visited];
-                let mut at = 0;
+                let longest = lists.iter().map(|l| l.rows.len()).max().unwrap_or(0);
+                let mut scratch = vec![0u32; longest.max(tail.len())];
+                let (mut rows, mut distances) = (Vec::new(), Vec::new());
                 for list in &lists {
-                    let n = list.rows.len();
-                    hamming(&list.codes, &q_code, &mut distances[at..at + n]);
-                    rows.extend_from_slice(&list.rows);
-                    at += n;
+                    let out = &mut scratch[..list.rows.len()];
+                    hamming(&list.codes, &q_code, out);
+                    keep_within(
+                        list.rows.iter().copied(),
+                        out,
+                        limit,
+                        &mut rows,
+                        &mut distances,
+                    );
                 }
-                hamming(
-                    &self.codes[tail.start * words..],
-                    &q_code,
-                    &mut distances[at..],
+                let out = &mut scratch[..tail.len()];
+                hamming(&self.codes[tail.start * words..], &q_code, out);
+                keep_within(
+                    tail.map(|row| row as u32),
+                    out,
+                    limit,
+                    &mut rows,
+                    &mut distances,
                 );
-                rows.extend(tail.map(|row| row as u32));
                 closest_accepted(&rows, &distances, pool, words * 64, limit, |row| {
                     accept(self.owners[row as usize])
                 })
@@ -453,6 +463,23 @@ impl VectorSet {
             rows.iter().map(rescore).collect()
         };
         (top_k(scored, k), placement)
+    }
+}
+
+/// Appends the rows of `visited` whose distance (the same position in
+/// `distances`) is at most `limit` to `rows`, and their distances to `kept`.
+fn keep_within(
+    visited: impl Iterator<Item = u32>,
+    distances: &[u32],
+    limit: u32,
+    rows: &mut Vec<u32>,
+    kept: &mut Vec<u32>,
+) {
+    for (row, d) in visited.zip(distances) {
+        if *d <= limit {
+            rows.push(row);
+            kept.push(*d);
+        }
     }
 }
 
