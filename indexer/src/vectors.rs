@@ -423,7 +423,7 @@ impl VectorSet {
                     &mut rows,
                     &mut distances,
                 );
-                closest_accepted(&rows, &distances, pool, words * 64, limit, |row| {
+                closest_accepted(&rows, &distances, pool, words * 64, |row| {
                     accept(self.owners[row as usize])
                 })
             }
@@ -516,16 +516,15 @@ where
         .collect()
 }
 
-/// The first `pool` rows within distance `limit` that `accept` takes, in
-/// order of distance (ties in visiting order): a counting sort over the
-/// possible distances, so the filter is asked about as few rows as the pool
-/// needs.
+/// The first `pool` rows that `accept` takes, in order of distance (ties
+/// in visiting order): a counting sort over the possible distances, so the
+/// filter is asked about as few rows as the pool needs. The caller keeps
+/// only rows within its limit ([`keep_within`]).
 fn closest_accepted<F>(
     rows: &[u32],
     distances: &[u32],
     pool: usize,
     max_distance: usize,
-    limit: u32,
     accept: F,
 ) -> Vec<u32>
 where
@@ -539,17 +538,12 @@ where
     for b in 1..starts.len() {
         starts[b] += starts[b - 1];
     }
-    let within = match (limit as usize) < max_distance {
-        true => starts[limit as usize + 1],
-        false => rows.len(),
-    };
     let mut ordered = vec![0u32; rows.len()];
     for (row, d) in rows.iter().zip(distances) {
         let slot = &mut starts[bucket(*d)];
         ordered[*slot] = *row;
         *slot += 1;
     }
-    ordered.truncate(within);
     ordered
         .into_iter()
         .filter(|row| accept(*row))
@@ -903,14 +897,20 @@ pub(crate) mod tests {
     fn closest_accepted_orders_by_distance_and_skips_rejected_rows() {
         let rows = [10, 11, 12, 13, 14, 15];
         let distances = [5, 1, 9, 1, 0, 3];
-        let got = closest_accepted(&rows, &distances, 3, 8, u32::MAX, |row| row != 14);
+        let got = closest_accepted(&rows, &distances, 3, 8, |row| row != 14);
         assert_eq!(got, vec![11, 13, 15]);
         // Distances past the maximum share its bucket, after the others.
-        let got = closest_accepted(&rows, &distances, 6, 8, u32::MAX, |_| true);
+        let got = closest_accepted(&rows, &distances, 6, 8, |_| true);
         assert_eq!(got, vec![14, 11, 13, 15, 10, 12]);
-        // Rows beyond the limit are never taken, however many the pool wants.
-        let got = closest_accepted(&rows, &distances, 6, 8, 3, |_| true);
-        assert_eq!(got, vec![14, 11, 13, 15]);
+    }
+
+    #[test]
+    fn rows_beyond_the_limit_are_never_kept() {
+        let distances = [5, 1, 9, 1, 0, 3];
+        let (mut rows, mut kept) = (vec![1], vec![7]);
+        keep_within(10..16, &distances, 3, &mut rows, &mut kept);
+        assert_eq!(rows, vec![1, 11, 13, 14, 15]);
+        assert_eq!(kept, vec![7, 1, 1, 0, 3]);
     }
 
     #[test]
