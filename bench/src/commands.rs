@@ -176,8 +176,11 @@ pub struct SweepArgs {
     /// Decay floors (1 turns decay off).
     #[arg(long, value_delimiter = ',', default_value = "0.4,0.6,0.8,0.9,1")]
     pub decay_floor: Vec<f32>,
-    /// Abstention gates.
-    #[arg(long, value_delimiter = ',', default_value = "0.1,0.15,0.2,0.25,0.3")]
+    /// The abstention gate's cosine half (`min_evidence_cosine`).
+    #[arg(long, value_delimiter = ',', default_value = "0.15,0.2,0.22,0.25,0.3")]
+    pub min_evidence_cosine: Vec<f32>,
+    /// A further gate on the best hybrid relevance (`min_relevance`).
+    #[arg(long, value_delimiter = ',', default_value = "0,0.1,0.15,0.2,0.25,0.3")]
     pub min_relevance: Vec<f32>,
     /// Relevance every hit must reach once the query passes the gate.
     #[arg(long, value_delimiter = ',', default_value = "0,0.05,0.1,0.15")]
@@ -544,6 +547,7 @@ struct Point {
     bm25: Bm25Normalization,
     half_life: f64,
     decay_floor: f32,
+    min_evidence_cosine: f32,
     min_relevance: f32,
     min_hit_relevance: f32,
     pool: usize,
@@ -558,6 +562,7 @@ impl Point {
             bm25: d.bm25,
             half_life: d.half_life_days,
             decay_floor: d.decay_floor,
+            min_evidence_cosine: d.min_evidence_cosine,
             min_relevance: d.min_relevance,
             min_hit_relevance: d.min_hit_relevance,
             pool: d.candidate_pool,
@@ -567,11 +572,12 @@ impl Point {
 
     fn name(&self) -> String {
         format!(
-            "w{}/{}/hl{}/floor{}/min{}/hit{}/pool{}/upd{}",
+            "w{}/{}/hl{}/floor{}/cos{}/min{}/hit{}/pool{}/upd{}",
             self.vector_weight,
             bm25_label(self.bm25),
             self.half_life,
             self.decay_floor,
+            self.min_evidence_cosine,
             self.min_relevance,
             self.min_hit_relevance,
             self.pool,
@@ -588,6 +594,7 @@ impl Point {
                 bm25: self.bm25,
                 half_life_days: self.half_life,
                 decay_floor: self.decay_floor,
+                min_evidence_cosine: self.min_evidence_cosine,
                 min_relevance: self.min_relevance,
                 min_hit_relevance: self.min_hit_relevance,
                 candidate_pool: self.pool,
@@ -607,6 +614,7 @@ impl Point {
             },
             "half_life_days" => Some(self.half_life),
             "decay_floor" => Some(f64::from(self.decay_floor)),
+            "min_evidence_cosine" => Some(f64::from(self.min_evidence_cosine)),
             "min_relevance" => Some(f64::from(self.min_relevance)),
             "min_hit_relevance" => Some(f64::from(self.min_hit_relevance)),
             "candidate_pool" => Some(self.pool as f64),
@@ -616,11 +624,12 @@ impl Point {
     }
 }
 
-const PARAMS: [&str; 8] = [
+const PARAMS: [&str; 9] = [
     "vector_weight",
     "bm25_saturation_k",
     "half_life_days",
     "decay_floor",
+    "min_evidence_cosine",
     "min_relevance",
     "min_hit_relevance",
     "candidate_pool",
@@ -660,7 +669,11 @@ fn sweep_points(args: &SweepArgs) -> anyhow::Result<Vec<Point>> {
             for &b in &bm25 {
                 for &h in &args.half_life {
                     for &f in &args.decay_floor {
-                        for &m in &args.min_relevance {
+                        for (&c, &m) in args
+                            .min_evidence_cosine
+                            .iter()
+                            .flat_map(|c| args.min_relevance.iter().map(move |m| (c, m)))
+                        {
                             for &hit in &args.min_hit_relevance {
                                 for &p in &args.pool {
                                     for &u in &updates {
@@ -669,6 +682,7 @@ fn sweep_points(args: &SweepArgs) -> anyhow::Result<Vec<Point>> {
                                             bm25: b,
                                             half_life: h,
                                             decay_floor: f,
+                                            min_evidence_cosine: c,
                                             min_relevance: m,
                                             min_hit_relevance: hit,
                                             pool: p,
@@ -710,6 +724,12 @@ fn sweep_points(args: &SweepArgs) -> anyhow::Result<Vec<Point>> {
     for &f in &args.decay_floor {
         push(Point {
             decay_floor: f,
+            ..base.clone()
+        });
+    }
+    for &c in &args.min_evidence_cosine {
+        push(Point {
+            min_evidence_cosine: c,
             ..base.clone()
         });
     }
@@ -790,7 +810,7 @@ pub async fn sweep_command(args: &SweepArgs) -> anyhow::Result<()> {
         "recall_any@5".to_string(),
     ];
     let mut md = format!(
-        "# Sweep on {}\n\n| vector w | BM25 | half-life d | decay floor | min_relevance | min hit relevance | pool | update sim | {} | {} | {} | abstention acc | KU newest-first |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "# Sweep on {}\n\n| vector w | BM25 | half-life d | decay floor | evidence cos | min_relevance | min hit relevance | pool | update sim | {} | {} | {} | abstention acc | KU newest-first |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
         data.display(),
         metrics[0],
         metrics[1],
@@ -800,11 +820,12 @@ pub async fn sweep_command(args: &SweepArgs) -> anyhow::Result<()> {
     for (point, report) in points.iter().zip(&reports) {
         let vals: Vec<f64> = metrics.iter().map(|m| report.overall(m)).collect();
         md.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {} | {} |\n",
             point.vector_weight,
             bm25_label(point.bm25),
             point.half_life,
             point.decay_floor,
+            point.min_evidence_cosine,
             point.min_relevance,
             point.min_hit_relevance,
             point.pool,
@@ -824,6 +845,7 @@ pub async fn sweep_command(args: &SweepArgs) -> anyhow::Result<()> {
             "bm25": bm25_label(point.bm25),
             "half_life_days": point.half_life,
             "decay_floor": point.decay_floor,
+            "min_evidence_cosine": point.min_evidence_cosine,
             "min_relevance": point.min_relevance,
             "min_hit_relevance": point.min_hit_relevance,
             "candidate_pool": point.pool,
@@ -833,7 +855,7 @@ pub async fn sweep_command(args: &SweepArgs) -> anyhow::Result<()> {
     }
     for baseline in &reports[points.len()..] {
         md.push_str(&format!(
-            "| {} only | | | | | | | | {:.3} | {:.3} | {:.3} | – | {} |\n",
+            "| {} only | | | | | | | | | {:.3} | {:.3} | {:.3} | – | {} |\n",
             baseline.ranker,
             baseline.overall(&metrics[0]),
             baseline.overall(&metrics[1]),

@@ -211,6 +211,8 @@ pub fn texts(haystack: &Haystack) -> impl Iterator<Item = &str> {
 /// floors or decay) and no newer-version lift: the baselines' base.
 pub fn ungated() -> ScoringConfig {
     ScoringConfig {
+        min_evidence_cosine: 0.0,
+        min_evidence_lexical: 0.0,
         min_relevance: 0.0,
         min_hit_relevance: 0.0,
         min_hit_share: 0.0,

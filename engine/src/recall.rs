@@ -38,7 +38,8 @@ pub struct Hit {
 pub struct RecallResult {
     /// Best first, at most `k`.
     pub hits: Vec<Hit>,
-    /// True when no candidate reached `min_relevance` (or none existed):
+    /// True when no candidate was evidence of an answer (none reached
+    /// `min_evidence_cosine` or `min_evidence_lexical`, or none existed):
     /// the result is then empty.
     pub abstained: bool,
     /// Candidates considered (union of the vector and BM25 stages, in scope).
@@ -391,6 +392,9 @@ impl RecallBuilder {
             .fold((f32::MAX, 0f32), |(lo, hi), s| (lo.min(s), hi.max(s)));
         let has_embedder = inner.embedder.is_some();
         let total = candidates.len();
+        // Whether some candidate is evidence the query can be answered (the
+        // abstention gate), judged before the hit floors drop anything.
+        let mut evidence = false;
         // Scored first, viewed after the cut: building a memory's public view
         // copies its text, worth doing only for the hits returned.
         let mut scored: Vec<(usize, Breakdown)> = candidates
@@ -401,6 +405,8 @@ impl RecallBuilder {
                     normalize_bm25(config.bm25, s, min_s, max_s, attainable)
                 });
                 let rel = relevance(config, cosine, b, has_embedder);
+                evidence |= cosine.is_some_and(|c| c >= config.min_evidence_cosine)
+                    || b >= config.min_evidence_lexical;
                 // The thresholds are calibrated for the hybrid score. BM25
                 // alone depends on corpus size (IDF), so without an embedder
                 // any lexical match passes both.
@@ -444,13 +450,14 @@ impl RecallBuilder {
                 ))
             })
             .collect();
-        // Abstention is the query's verdict: without one candidate that
-        // reaches `min_relevance`, nothing is returned. Once a query has an
-        // answer, weaker hits down to `min_hit_relevance` (and a share of
-        // the best hit's relevance) fill the k slots.
+        // Abstention is the query's verdict: without one candidate close in
+        // meaning or matching most of its words (and, when set, reaching
+        // `min_relevance`), nothing is returned. Once a query has an answer,
+        // weaker hits down to `min_hit_relevance` (and a share of the best
+        // hit's relevance) fill the k slots.
         let best = scored.iter().map(|(_, b)| b.rel).fold(0f32, f32::max);
         if has_embedder {
-            if best < config.min_relevance {
+            if !evidence || best < config.min_relevance {
                 scored.clear();
             }
             // A clear answer does not bring noise along: hits far weaker

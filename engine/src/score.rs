@@ -11,7 +11,7 @@
 //!         confidence = as written; inferred: × 0.5^(age / 30 d), and below 0.3 the memory leaves recall
 //! ```
 //! With no embedder, `rel = b`, and any BM25 match passes the abstention gate
-//! (`min_relevance` is calibrated for the hybrid; raw BM25 scales with corpus size).
+//! (the abstention gate is calibrated for the embedder; raw BM25 scales with corpus size).
 //!
 //! ```
 //! use recall::{Breakdown, ScoringConfig};

@@ -322,10 +322,10 @@ async fn abstention_is_decided_per_query_and_weak_hits_fill_an_answer() {
     let ids = |r: &recall::RecallResult| r.hits.iter().map(|h| h.memory.id).collect::<Vec<_>>();
     let rel = |cos: f32| config.vector_weight * cos;
 
-    // Every hit is weak (relevance 0.165 and 0.11): the best passes the
-    // gate, so the one below it is returned too, although it is under the
-    // gate; the unrelated one (relevance 0) is not.
-    assert!(rel(0.3) >= config.min_relevance && rel(0.2) < config.min_relevance);
+    // Every hit is weak (cosine 0.3 and 0.2): the best passes the gate, so
+    // the one below it is returned too, although it would not pass the gate
+    // alone; the unrelated one (relevance 0) is not.
+    assert!(0.3 >= config.min_evidence_cosine && 0.2 < config.min_evidence_cosine);
     assert!(
         rel(0.2)
             >= config
@@ -348,10 +348,24 @@ async fn abstention_is_decided_per_query_and_weak_hits_fill_an_answer() {
 
     // Nothing reaches the gate: the engine abstains, although the best
     // candidate is above the hit floor.
-    let near_miss = (1.0f32 - 0.25 * 0.25).sqrt();
-    let abstained = ask(direction(&[(0, 0.25), (5, near_miss)])).await.unwrap();
+    let below = config.min_evidence_cosine - 0.02;
+    assert!(rel(below) >= config.min_hit_relevance);
+    let near_miss = (1.0f32 - below * below).sqrt();
+    let abstained = ask(direction(&[(0, below), (5, near_miss)])).await.unwrap();
     assert!(abstained.abstained);
     assert!(abstained.hits.is_empty());
+
+    // A memory matching the query's words answers it, whatever its cosine.
+    let named = write(
+        "Zebra quokka is the staging cluster.",
+        direction(&[(6, 1.0)]),
+    )
+    .await;
+    let by_words = ask(direction(&[(0, below), (5, near_miss)])).await.unwrap();
+    assert!(!by_words.abstained);
+    assert_eq!(by_words.hits[0].memory.id, named);
+    assert!(by_words.hits[0].breakdown.b >= config.min_evidence_lexical);
+    assert!(by_words.hits[0].breakdown.cosine < Some(config.min_evidence_cosine));
 }
 
 #[tokio::test]
