@@ -664,39 +664,21 @@ fn sweep_points(args: &SweepArgs) -> anyhow::Result<Vec<Point>> {
     let base = Point::defaults();
     let mut points = vec![base.clone()];
     if args.full {
-        points.clear();
-        for &w in &args.vector_weight {
-            for &b in &bm25 {
-                for &h in &args.half_life {
-                    for &f in &args.decay_floor {
-                        for (&c, &m) in args
-                            .min_evidence_cosine
-                            .iter()
-                            .flat_map(|c| args.min_relevance.iter().map(move |m| (c, m)))
-                        {
-                            for &hit in &args.min_hit_relevance {
-                                for &p in &args.pool {
-                                    for &u in &updates {
-                                        points.push(Point {
-                                            vector_weight: w,
-                                            bm25: b,
-                                            half_life: h,
-                                            decay_floor: f,
-                                            min_evidence_cosine: c,
-                                            min_relevance: m,
-                                            min_hit_relevance: hit,
-                                            pool: p,
-                                            update_similarity: u,
-                                        });
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        return Ok(points);
+        // Every combination, the first axis outermost.
+        let grid = vec![base];
+        let grid = expand(grid, &args.vector_weight, |p, &w| p.vector_weight = w);
+        let grid = expand(grid, &bm25, |p, &b| p.bm25 = b);
+        let grid = expand(grid, &args.half_life, |p, &h| p.half_life = h);
+        let grid = expand(grid, &args.decay_floor, |p, &f| p.decay_floor = f);
+        let grid = expand(grid, &args.min_evidence_cosine, |p, &c| {
+            p.min_evidence_cosine = c
+        });
+        let grid = expand(grid, &args.min_relevance, |p, &m| p.min_relevance = m);
+        let grid = expand(grid, &args.min_hit_relevance, |p, &hit| {
+            p.min_hit_relevance = hit
+        });
+        let grid = expand(grid, &args.pool, |p, &pool| p.pool = pool);
+        return Ok(expand(grid, &updates, |p, &u| p.update_similarity = u));
     }
     let mut push = |p: Point| {
         if !points.iter().any(|q| q.name() == p.name()) {
@@ -758,6 +740,20 @@ fn sweep_points(args: &SweepArgs) -> anyhow::Result<Vec<Point>> {
         });
     }
     Ok(points)
+}
+
+/// Each of `points` once per value of `values`, set with `set`.
+fn expand<T>(points: Vec<Point>, values: &[T], set: impl Fn(&mut Point, &T)) -> Vec<Point> {
+    points
+        .iter()
+        .flat_map(|point| {
+            values.iter().map(|v| {
+                let mut p = point.clone();
+                set(&mut p, v);
+                p
+            })
+        })
+        .collect()
 }
 
 /// Whether `point` differs from the defaults only in `param`.
