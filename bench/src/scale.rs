@@ -3,7 +3,9 @@
 //! time the model).
 //!
 //! Per size: bulk-import rate (`remember_many` in batches of 1,000, flush
-//! included), `remember` p50/p99, recall p50/p99 (query vector given), the
+//! included), the share of near copies of stored memories (cosine
+//! 0.83–0.98, dedup band and similar band apart) whose write finds the
+//! original, `remember` p50/p99, recall p50/p99 (query vector given), the
 //! vector stage's recall@10 against the exact scan, batched throughput of
 //! the vector stage in a rayon pool of 1 and of 2 threads, end-to-end
 //! recall throughput with 1 and 2 concurrent callers, and the process's
@@ -14,9 +16,11 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use rayon::prelude::*;
-use recall_datasets::query_near;
+use recall::{Engine, Kind, NewMemory, Remembered, WriteConfig};
+use recall_datasets::{SyntheticMemory, near_copy, query_near};
 use recall_indexer::{ScanConfig, VectorSet};
 use serde_json::json;
+use uuid::Uuid;
 
 use crate::report::{Series, markdown_path, plot, write_json};
 use crate::speed::{DIM, TENANT, banks, corpus, fill, open_engine, percentile, to_new};
@@ -60,11 +64,52 @@ fn scan_throughput(set: &VectorSet, queries: &[Vec<f32>], threads: usize) -> any
     Ok(queries.len() as f64 / started.elapsed().as_secs_f64())
 }
 
+/// Near copies written after the import, at cosines spread evenly over
+/// 0.83–0.98 to a stored memory.
+const NEAR_COPIES: usize = 200;
+
+/// Of [`NEAR_COPIES`] near copies of stored memories, the share whose write
+/// finds the original (deduplicated into it, or stored with it among
+/// `similar_to`): `(dedup band, similar band)`, i.e. copies at cosine
+/// ≥ 0.94 and below it. The write path's search visits only the lists
+/// nearest each item in a large tenant; this is what that shortcut costs.
+/// `ids[i]` holds `base[i]`.
+async fn near_copies_found(
+    engine: &Engine,
+    base: &[SyntheticMemory],
+    ids: &[Uuid],
+    dedup_threshold: f32,
+) -> anyhow::Result<(f64, f64)> {
+    // (found, written) per band: dedup, similar.
+    let mut bands = [(0usize, 0usize); 2];
+    for i in 0..NEAR_COPIES {
+        let row = (i * 104_729 + 17) % base.len();
+        let cosine = 0.83 + 0.15 * i as f32 / (NEAR_COPIES - 1) as f32;
+        let copy = NewMemory::new(
+            TENANT,
+            base[row].bank.clone(),
+            Kind::Note,
+            format!("near copy {i} of memory {row}"),
+        )
+        .vector(near_copy(i as u64, &base[row].vector, cosine));
+        let original = ids[row];
+        let found = match engine.remember(copy).await? {
+            Remembered::Deduplicated { id, .. } => id == original,
+            Remembered::Stored { similar_to, .. } => similar_to.iter().any(|s| s.id == original),
+        };
+        let band = &mut bands[usize::from(cosine < dedup_threshold)];
+        band.0 += usize::from(found);
+        band.1 += 1;
+    }
+    let share = |(found, written): (usize, usize)| found as f64 / written.max(1) as f64;
+    Ok((share(bands[0]), share(bands[1])))
+}
+
 /// Runs the command.
 pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
     let mut rows = Vec::new();
     let mut md = String::from(
-        "| memories | import /s | remember p50 / p99 ms | recall p50 / p99 ms | vector recall@10 vs exact | scan q/s 1 thr | 2 thr | × | recall q/s 1 caller | 2 callers | × | peak RSS MiB |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| memories | import /s | near copies found ≥ 0.94 / < 0.94 | remember p50 / p99 ms | recall p50 / p99 ms | vector recall@10 vs exact | scan q/s 1 thr | 2 thr | × | recall q/s 1 caller | 2 callers | × | peak RSS MiB |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     let (mut p50s, mut p99s) = (Vec::new(), Vec::new());
     for &n in &args.sizes {
@@ -74,8 +119,9 @@ pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
         let (base, extra) = data.split_at(n);
         let bar = crate::report::bar(n as u64, "importing");
         let started = Instant::now();
+        let mut ids = Vec::with_capacity(n);
         for chunk in base.chunks(10_000) {
-            fill(&engine, chunk).await?;
+            ids.extend(fill(&engine, chunk).await?);
             bar.inc(chunk.len() as u64);
         }
         let import_rate = n as f64 / started.elapsed().as_secs_f64();
@@ -88,6 +134,8 @@ pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
             remember_ms.push(t.elapsed().as_secs_f64() * 1e3);
         }
         remember_ms.sort_by(f64::total_cmp);
+        let (dedup_found, similar_found) =
+            near_copies_found(&engine, base, &ids, WriteConfig::default().dedup_threshold).await?;
 
         let readable = banks(&data);
         let queries: Vec<(String, Vec<f32>)> = (0..args.queries)
@@ -168,7 +216,7 @@ pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
         p50s.push((n as f64, p50));
         p99s.push((n as f64, p99));
         md.push_str(&format!(
-            "| {n} | {import_rate:.0} | {:.2} / {:.2} | {p50:.2} / {p99:.2} | {vector_recall:.3} | {one:.0} | {two:.0} | {:.2} | {:.0} | {:.0} | {:.2} | {} |\n",
+            "| {n} | {import_rate:.0} | {dedup_found:.3} / {similar_found:.3} | {:.2} / {:.2} | {p50:.2} / {p99:.2} | {vector_recall:.3} | {one:.0} | {two:.0} | {:.2} | {:.0} | {:.0} | {:.2} | {} |\n",
             percentile(&remember_ms, 50.0),
             percentile(&remember_ms, 99.0),
             two / one,
@@ -180,6 +228,8 @@ pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
         rows.push(json!({
             "memories": n,
             "import_per_s": import_rate,
+            "near_copies_found_dedup_band": dedup_found,
+            "near_copies_found_similar_band": similar_found,
             "remember_p50_ms": percentile(&remember_ms, 50.0),
             "remember_p99_ms": percentile(&remember_ms, 99.0),
             "recall_p50_ms": p50,
@@ -222,4 +272,31 @@ pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
         svg.display()
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn near_copies_are_credited_only_to_their_originals() {
+        let data = corpus(3_000);
+        let dedup = WriteConfig::default().dedup_threshold;
+        let (dir, other) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        // Small enough for the write path to search every row: all found.
+        let engine = open_engine(dir.path()).await.unwrap();
+        let ids = fill(&engine, &data).await.unwrap();
+        let found = near_copies_found(&engine, &data, &ids, dedup)
+            .await
+            .unwrap();
+        assert_eq!(found, (1.0, 1.0));
+        // The same copies, in a fresh engine, credited to the wrong memories.
+        let engine = open_engine(other.path()).await.unwrap();
+        let mut ids = fill(&engine, &data).await.unwrap();
+        ids.rotate_left(1);
+        let found = near_copies_found(&engine, &data, &ids, dedup)
+            .await
+            .unwrap();
+        assert_eq!(found, (0.0, 0.0));
+    }
 }

@@ -4,8 +4,9 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use recall::{Config, Engine, HashEmbedder, Kind, ModelSource, NewMemory};
+use recall::{Config, Engine, HashEmbedder, Kind, ModelSource, NewMemory, Remembered};
 use recall_datasets::{SyntheticMemory, synthetic_corpus};
+use uuid::Uuid;
 
 /// Vector width of the default model, used for speed runs.
 pub const DIM: usize = 384;
@@ -32,14 +33,19 @@ pub fn to_new(m: &SyntheticMemory) -> NewMemory {
         .vector(m.vector.clone())
 }
 
-/// Writes the corpus in batches of 1,000 through the normal write path.
-pub async fn fill(engine: &Engine, corpus: &[SyntheticMemory]) -> recall::Result<()> {
+/// Writes the corpus in batches of 1,000 through the normal write path;
+/// returns the id that holds each item (its own, or the memory it was
+/// deduplicated into), in corpus order.
+pub async fn fill(engine: &Engine, corpus: &[SyntheticMemory]) -> recall::Result<Vec<Uuid>> {
+    let mut ids = Vec::with_capacity(corpus.len());
     for chunk in corpus.chunks(1000) {
-        engine
+        let outcomes = engine
             .remember_many(chunk.iter().map(to_new).collect())
             .await?;
+        ids.extend(outcomes.iter().map(Remembered::id));
     }
-    engine.flush().await
+    engine.flush().await?;
+    Ok(ids)
 }
 
 /// Every bank the corpus uses.

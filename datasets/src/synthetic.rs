@@ -155,3 +155,37 @@ pub fn query_near(seed: u64, vector: &[f32]) -> Vec<f32> {
             .collect(),
     )
 }
+
+/// A near copy of `vector`: the same unit vector turned away from it by a
+/// random direction until their cosine is `cosine` (within float rounding),
+/// for measuring whether the write path's near-copy search finds what it
+/// should (§3's similar band starts at 0.82, dedup at 0.94).
+///
+/// ```
+/// let v = recall_datasets::synthetic_corpus(3, 1, 64, 1).remove(0).vector;
+/// let copy = recall_datasets::near_copy(9, &v, 0.9);
+/// let cos: f32 = v.iter().zip(&copy).map(|(a, b)| a * b).sum();
+/// assert!((cos - 0.9).abs() < 1e-3);
+/// ```
+pub fn near_copy(seed: u64, vector: &[f32], cosine: f32) -> Vec<f32> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let noise = unit_vector(&mut rng, vector.len());
+    // The part of the noise orthogonal to `vector`, as a unit vector.
+    let along: f32 = noise.iter().zip(vector).map(|(e, v)| e * v).sum();
+    let side = unit(
+        noise
+            .iter()
+            .zip(vector)
+            .map(|(e, v)| e - along * v)
+            .collect(),
+    );
+    let cosine = cosine.clamp(-1.0, 1.0);
+    let sine = (1.0 - cosine * cosine).sqrt();
+    unit(
+        vector
+            .iter()
+            .zip(&side)
+            .map(|(v, s)| cosine * v + sine * s)
+            .collect(),
+    )
+}
