@@ -30,8 +30,17 @@ static TRAININGS: AtomicU64 = AtomicU64::new(0);
 pub(crate) const PARTITION_FROM: usize = 16_384;
 /// Rows assigned to lists at once (the unassigned tail is scanned in full).
 pub(crate) const ASSIGN_BATCH: usize = 1024;
-/// Number of centroids.
-const CENTROIDS: usize = 256;
+/// Centroids of a training: one per [`ROWS_PER_CENTROID`] rows the tenant
+/// holds, between these bounds. The first training (at 16,384 rows) gets
+/// 256; a tenant trained at 131,072 rows or more gets 512. Finer lists
+/// rank a write's near copies better at a million rows: with 512 instead
+/// of 256 the write probe found 100 % instead of 94 % of the near copies
+/// in the dedup band and 93 % instead of 86 % in the similar band
+/// (`recall-bench scale`, 200 copies), for a bulk import within the runs'
+/// ±10 % noise (13.6k against 13.8–14.6k memories/s).
+const CENTROIDS: std::ops::RangeInclusive<usize> = 256..=512;
+/// See [`CENTROIDS`].
+const ROWS_PER_CENTROID: usize = 256;
 /// Rows the k-means sees.
 const TRAIN_SAMPLE: usize = 16_384;
 /// Lloyd iterations.
@@ -74,7 +83,9 @@ impl Partitions {
         dim: usize,
         rows: usize,
     ) -> Partitions {
-        let k = CENTROIDS.min(rows.max(1));
+        let k = (rows / ROWS_PER_CENTROID)
+            .clamp(*CENTROIDS.start(), *CENTROIDS.end())
+            .min(rows.max(1));
         let stride = (rows / TRAIN_SAMPLE).max(1);
         let sample_rows: Vec<usize> = (0..rows).step_by(stride).take(TRAIN_SAMPLE).collect();
         let mut sample = Array2::<f32>::zeros((sample_rows.len(), dim));
