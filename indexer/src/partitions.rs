@@ -37,7 +37,7 @@ pub(crate) const ASSIGN_BATCH: usize = 1024;
 /// of 256 the write probe found 100 % instead of 94 % of the near copies
 /// in the dedup band and 93 % instead of 86 % in the similar band
 /// (`recall-bench scale`, 200 copies), for a bulk import within the runs'
-/// ±10 % noise (13.6k against 13.8–14.6k memories/s).
+/// ±10 % noise (13.6–13.9k against 13.8–14.6k memories/s).
 const CENTROIDS: std::ops::RangeInclusive<usize> = 256..=512;
 /// See [`CENTROIDS`].
 const ROWS_PER_CENTROID: usize = 256;
