@@ -806,7 +806,8 @@ pub(crate) fn content_sha256(content: &str) -> String {
 /// exhaustive scan per item. Only rows whose sign codes are close enough
 /// to reach the similar band get a dot product. Items are searched per
 /// tenant as one batch, so their distances to the partitions' centroids
-/// are one matrix product; each item's nearest list comes back with its
+/// are one matrix product and each probed list is read once for all the
+/// items that probe it; each item's nearest list comes back with its
 /// neighbours, so storing it costs no second pass over the centroids.
 #[allow(clippy::type_complexity)]
 fn near_in_store(

@@ -15,7 +15,8 @@
 //! Each list keeps a copy of its rows' sign codes side by side, so a probe
 //! computes the Hamming distances of a whole list in one pass over
 //! contiguous memory instead of one random read per row (48 bytes per row
-//! at 384 dimensions, 5 MB at 100k rows).
+//! at 384 dimensions, 5 MB at 100k rows), eight rows at a time (see
+//! [`List::codes`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -54,8 +55,31 @@ const ASSIGN_MIN_TASK: usize = 128;
 #[derive(Debug, Clone, Default)]
 pub(crate) struct List {
     pub(crate) rows: Vec<u32>,
-    /// `words` codes per row, row after row.
+    /// The codes in blocks of [`BLOCK_ROWS`] rows, word-major within a
+    /// block: word 0 of the block's eight rows, then word 1, … (the last
+    /// block padded with zeros). One 512-bit load holds one word of eight
+    /// rows, so a probe counts the bits of eight rows at a time (see
+    /// `kernels::scan_blocks_fn`).
     pub(crate) codes: Vec<u64>,
+}
+
+/// Rows per block of a list's codes.
+pub(crate) const BLOCK_ROWS: usize = 8;
+
+impl List {
+    /// Appends `row` with its `code`.
+    pub(crate) fn push(&mut self, row: u32, code: &[u64]) {
+        let words = code.len();
+        let at = self.rows.len();
+        if at.is_multiple_of(BLOCK_ROWS) {
+            self.codes.resize(self.codes.len() + BLOCK_ROWS * words, 0);
+        }
+        let block = at / BLOCK_ROWS * BLOCK_ROWS * words;
+        for (k, word) in code.iter().enumerate() {
+            self.codes[block + k * BLOCK_ROWS + at % BLOCK_ROWS] = *word;
+        }
+        self.rows.push(row);
+    }
 }
 
 /// Centroids and their lists.
@@ -156,10 +180,7 @@ impl Partitions {
             })
             .collect();
         for (row, c) in (from..upto).zip(nearest.into_iter().flatten()) {
-            let list = &mut self.lists[c as usize];
-            list.rows.push(row as u32);
-            list.codes
-                .extend_from_slice(&codes[row * words..(row + 1) * words]);
+            self.lists[c as usize].push(row as u32, &codes[row * words..(row + 1) * words]);
         }
         self.assigned = upto;
     }
@@ -175,8 +196,7 @@ impl Partitions {
         if row != self.assigned {
             return false;
         }
-        target.rows.push(row as u32);
-        target.codes.extend_from_slice(code);
+        target.push(row as u32, code);
         self.assigned += 1;
         true
     }
@@ -223,10 +243,20 @@ impl Partitions {
             .collect()
     }
 
+    /// The list at `index` (see [`Partitions::probe`]).
+    pub(crate) fn list(&self, index: usize) -> Option<&List> {
+        self.lists.get(index)
+    }
+
+    /// How many lists there are.
+    pub(crate) fn list_count(&self) -> usize {
+        self.lists.len()
+    }
+
     /// The lists whose centroids are most similar to the query (`sims`:
     /// its similarity to each centroid), best first, until they hold at
-    /// least `rows` rows (or all lists).
-    pub(crate) fn probe(&self, sims: &[f32], rows: usize) -> Vec<&List> {
+    /// least `rows` rows (or all lists), by index.
+    pub(crate) fn probe(&self, sims: &[f32], rows: usize) -> Vec<usize> {
         let by_similarity =
             |a: &(usize, f32), b: &(usize, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
         let mut order: Vec<(usize, f32)> = sims.iter().copied().enumerate().collect();
@@ -252,7 +282,7 @@ impl Partitions {
                 continue;
             };
             covered += list.rows.len();
-            lists.push(list);
+            lists.push(order[at].0);
         }
         lists
     }

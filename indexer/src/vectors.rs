@@ -11,14 +11,17 @@
 //! `partitions.rs`): a scan with [`ScanConfig::probe_share`] below 1 visits
 //! only the lists closest to the query. Recall visits every row by default;
 //! the write path's near-copy search probes 2 %, which keeps a bulk import
-//! from costing a pass over the tenant per item. The bench measures recall@10
-//! against the exact scan.
+//! from costing a pass over the tenant per item; a batch of such probes
+//! reads each list once for all its queries (`batched.rs`). The bench
+//! measures recall@10 against the exact scan.
 
 use ndarray::Array2;
 use rayon::prelude::*;
 
 use crate::near::sign_distance_bound;
-use crate::partitions::{ASSIGN_BATCH, PARTITION_FROM, Partitions, most_similar};
+use crate::partitions::{ASSIGN_BATCH, List, PARTITION_FROM, Partitions, most_similar};
+
+mod batched;
 
 /// Rows per rayon task.
 const CHUNK_ROWS: usize = 2048;
@@ -300,10 +303,13 @@ impl VectorSet {
                         row.iter_mut().zip(*q).for_each(|(x, y)| *x = *y);
                     }
                 }
-                Some(p.similarities(matrix.view()))
+                Some((p, p.similarities(matrix.view())))
             }
             _ => None,
         };
+        if let Some((p, sims)) = &sims {
+            return self.coded_batch(p, queries, sims, k, scan, &accept);
+        }
         queries
             .par_iter()
             .enumerate()
@@ -311,9 +317,7 @@ impl VectorSet {
                 if !valid(q) {
                     return (Vec::new(), None);
                 }
-                let centroid_sims = sims.as_ref().and_then(|s| s.row(i).to_slice());
-                let (hits, placement) =
-                    self.coded(q, centroid_sims, k, scan, &|owner| accept(i, owner));
+                let (hits, placement) = self.coded(q, None, k, scan, &|owner| accept(i, owner));
                 (at_least(hits, scan.min_cosine), placement)
             })
             .collect()
@@ -389,7 +393,11 @@ impl VectorSet {
                     training: p.training(),
                     list: most_similar(sims.iter()),
                 });
-                let lists = p.probe(sims, want);
+                let lists: Vec<&List> = p
+                    .probe(sims, want)
+                    .into_iter()
+                    .filter_map(|l| p.list(l))
+                    .collect();
                 // Each probed list (and the rows not yet in a list) in one
                 // contiguous pass of distances; only rows within the limit
                 // go on, in visiting order, and the filter is asked about
@@ -400,21 +408,16 @@ impl VectorSet {
                 // thousands of rows: splitting it over the pool costs more
                 // than it saves, and callers run many probes in parallel.
                 let tail = p.assigned()..self.len();
-                let longest = lists.iter().map(|l| l.rows.len()).max().unwrap_or(0);
-                let mut scratch = vec![0u32; longest.max(tail.len())];
                 let (mut rows, mut distances) = (Vec::new(), Vec::new());
+                let scan_blocks = kernels::scan_blocks_fn();
                 for list in &lists {
-                    let out = &mut scratch[..list.rows.len()];
-                    hamming(&list.codes, &q_code, out);
-                    keep_within(
-                        list.rows.iter().copied(),
-                        out,
-                        limit,
-                        &mut rows,
-                        &mut distances,
-                    );
+                    let mut keep = |_, at: usize, d| {
+                        rows.push(list.rows[at]);
+                        distances.push(d);
+                    };
+                    scan_blocks(&list.codes, list.rows.len(), &[&q_code], limit, &mut keep);
                 }
-                let out = &mut scratch[..tail.len()];
+                let out = &mut vec![0u32; tail.len()];
                 hamming(&self.codes[tail.start * words..], &q_code, out);
                 keep_within(
                     tail.map(|row| row as u32),
@@ -452,6 +455,12 @@ impl VectorSet {
                 closest(visited, pool, words * 64)
             }
         };
+        (self.rescore(query, &rows, k), placement)
+    }
+
+    /// The `k` of `rows` most similar to `query` by exact cosine, as `(owner, cosine)`.
+    fn rescore(&self, query: &[f32], rows: &[u32], k: usize) -> Hits {
+        let dot = kernels::dot_fn();
         let rescore = |row: &u32| {
             let row = *row as usize;
             let v = &self.data[row * self.dim..(row + 1) * self.dim];
@@ -462,7 +471,7 @@ impl VectorSet {
         } else {
             rows.iter().map(rescore).collect()
         };
-        (top_k(scored, k), placement)
+        top_k(scored, k)
     }
 }
 
@@ -551,11 +560,14 @@ where
         .collect()
 }
 
-/// The two inner loops, compiled twice: portable, and with AVX2/FMA/POPCNT
-/// for CPUs that have them (detected at run time; the workspace builds for
+/// The inner loops, compiled more than once: portable, with AVX2/FMA/POPCNT,
+/// and (the scan of a list's blocked codes) with AVX-512 VPOPCNTDQ, for
+/// CPUs that have them (detected at run time; the workspace builds for
 /// baseline x86-64, whose `count_ones` is a dozen instructions and whose
 /// vector width is SSE2).
 pub(crate) mod kernels {
+    use crate::partitions::BLOCK_ROWS;
+
     pub(crate) type Dot = fn(&[f32], &[f32]) -> f32;
     pub(crate) type Hamming = fn(&[u64], &[u64], &mut [u32]);
 
@@ -616,6 +628,177 @@ pub(crate) mod kernels {
         }
     }
 
+    /// Reports, query by query, the rows of a list (codes in blocks, see
+    /// `List::codes`) within `limit` of each query: `found(query, position,
+    /// distance)`, in position order for each query.
+    pub(crate) type BlockScan =
+        fn(codes: &[u64], rows: usize, queries: &[&[u64]], limit: u32, found: Found<'_>);
+    /// Where [`BlockScan`] reports a row.
+    pub(crate) type Found<'a> = &'a mut dyn FnMut(usize, usize, u32);
+
+    #[inline(always)]
+    fn scan_blocks_portable(
+        codes: &[u64],
+        rows: usize,
+        queries: &[&[u64]],
+        limit: u32,
+        found: Found<'_>,
+    ) {
+        let Some(words) = queries.first().map(|q| q.len()) else {
+            return;
+        };
+        let blocks = codes
+            .chunks_exact(BLOCK_ROWS * words)
+            .take(rows.div_ceil(BLOCK_ROWS));
+        for (b, block) in blocks.enumerate() {
+            let lanes = (rows - b * BLOCK_ROWS).min(BLOCK_ROWS);
+            for (query, q) in queries.iter().enumerate() {
+                let mut distance = [0u32; BLOCK_ROWS];
+                for (k, word) in q.iter().enumerate() {
+                    let codes = &block[k * BLOCK_ROWS..(k + 1) * BLOCK_ROWS];
+                    for (d, code) in distance.iter_mut().zip(codes) {
+                        *d += (code ^ word).count_ones();
+                    }
+                }
+                for (lane, d) in distance.iter().enumerate().take(lanes) {
+                    if *d <= limit {
+                        found(query, b * BLOCK_ROWS + lane, *d);
+                    }
+                }
+            }
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "popcnt")]
+    fn scan_blocks_popcnt(
+        codes: &[u64],
+        rows: usize,
+        queries: &[&[u64]],
+        limit: u32,
+        found: Found<'_>,
+    ) {
+        scan_blocks_portable(codes, rows, queries, limit, found)
+    }
+
+    /// Four queries at a time: each 512-bit load of codes (one word of
+    /// eight rows) is compared with four queries, so the loop is bound by
+    /// the bit counts rather than by the loads.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512vpopcntdq")]
+    fn scan_blocks_avx512(
+        codes: &[u64],
+        rows: usize,
+        queries: &[&[u64]],
+        limit: u32,
+        found: Found<'_>,
+    ) {
+        let Some(words) = queries.first().map(|q| q.len()) else {
+            return;
+        };
+        if words == 6 {
+            scan_groups::<6>(codes, rows, queries, limit, found);
+        } else if words == 12 {
+            scan_groups::<12>(codes, rows, queries, limit, found);
+        } else {
+            scan_blocks_portable(codes, rows, queries, limit, found);
+        }
+    }
+
+    /// [`scan_blocks_avx512`] for codes of `W` words (384 dimensions are 6,
+    /// 768 are 12): the loops unroll and the queries' words stay in registers.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512vpopcntdq")]
+    fn scan_groups<const W: usize>(
+        codes: &[u64],
+        rows: usize,
+        queries: &[&[u64]],
+        limit: u32,
+        found: Found<'_>,
+    ) {
+        let words = |q: &&[u64]| <[u64; W]>::try_from(*q).ok();
+        let Some(queries) = queries.iter().map(words).collect::<Option<Vec<[u64; W]>>>() else {
+            return;
+        };
+        let blocks = rows
+            .div_ceil(BLOCK_ROWS)
+            .min(codes.len() / (BLOCK_ROWS * W));
+        let mut groups = queries.chunks_exact(4);
+        for (g, group) in groups.by_ref().enumerate() {
+            if let Ok(group) = <&[[u64; W]; 4]>::try_from(group) {
+                scan_group::<W, 4>(codes, blocks, rows, group, 4 * g, limit, found);
+            }
+        }
+        let rest = groups.remainder();
+        let first = queries.len() - rest.len();
+        for (j, q) in rest.iter().enumerate() {
+            scan_group::<W, 1>(codes, blocks, rows, &[*q], first + j, limit, found);
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512vpopcntdq")]
+    fn scan_group<const W: usize, const Q: usize>(
+        codes: &[u64],
+        blocks: usize,
+        rows: usize,
+        group: &[[u64; W]; Q],
+        first: usize,
+        limit: u32,
+        found: Found<'_>,
+    ) {
+        use std::arch::x86_64::*;
+        let within = _mm512_set1_epi64(i64::from(limit));
+        // Word k of every query of the group, each in all eight lanes.
+        let q: [[__m512i; Q]; W] =
+            std::array::from_fn(|k| std::array::from_fn(|j| _mm512_set1_epi64(group[j][k] as i64)));
+        for (b, block) in codes.chunks_exact(BLOCK_ROWS * W).take(blocks).enumerate() {
+            let mut acc = [_mm512_setzero_si512(); Q];
+            for (k, words) in q.iter().enumerate() {
+                // SAFETY: `block` holds BLOCK_ROWS (8) words from k * 8 on.
+                let w = unsafe { _mm512_loadu_si512(block.as_ptr().add(k * BLOCK_ROWS).cast()) };
+                for (acc, word) in acc.iter_mut().zip(words) {
+                    let bits = _mm512_popcnt_epi64(_mm512_xor_si512(w, *word));
+                    *acc = _mm512_add_epi64(*acc, bits);
+                }
+            }
+            // Lanes past the list's last row are padding.
+            let lanes = (rows - b * BLOCK_ROWS).min(BLOCK_ROWS);
+            let valid = (((1u16 << lanes) - 1) & 0xFF) as u8;
+            for (j, acc) in acc.iter().enumerate() {
+                let mut mask = _mm512_mask_cmple_epu64_mask(valid, *acc, within);
+                if mask == 0 {
+                    continue;
+                }
+                let mut d = [0u64; BLOCK_ROWS];
+                // SAFETY: `d` is 64 bytes.
+                unsafe { _mm512_storeu_si512(d.as_mut_ptr().cast(), *acc) };
+                while mask != 0 {
+                    let lane = mask.trailing_zeros() as usize;
+                    found(first + j, b * BLOCK_ROWS + lane, d[lane] as u32);
+                    mask &= mask - 1;
+                }
+            }
+        }
+    }
+
+    /// The fastest scan of a list's blocked codes this CPU runs.
+    pub(crate) fn scan_blocks_fn() -> BlockScan {
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("avx512vpopcntdq")
+        {
+            // SAFETY: only called on a CPU with these features, checked just above.
+            return |c, r, q, l, f| unsafe { scan_blocks_avx512(c, r, q, l, f) };
+        }
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("popcnt") {
+            // SAFETY: only called on a CPU with POPCNT, checked just above.
+            return |c, r, q, l, f| unsafe { scan_blocks_popcnt(c, r, q, l, f) };
+        }
+        scan_blocks_portable
+    }
+
     /// The fastest dot product this CPU runs.
     pub(crate) fn dot_fn() -> Dot {
         #[cfg(target_arch = "x86_64")]
@@ -658,6 +841,45 @@ pub(crate) mod kernels {
                 super::hamming_fn()(&codes, &q, &mut fast);
                 super::hamming_portable(&codes, &q, &mut plain);
                 assert_eq!(fast, plain, "{words} words");
+            }
+        }
+
+        #[test]
+        fn a_blocked_list_scan_reports_the_rows_a_row_by_row_scan_keeps() {
+            use crate::partitions::List;
+            let mix = |i: u64| i.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(17) ^ (i * 31);
+            for (words, rows) in [(6, 29), (6, 8), (12, 13), (1, 3)] {
+                let codes: Vec<u64> = (0..(words * rows) as u64).map(mix).collect();
+                let mut list = List::default();
+                for row in 0..rows {
+                    list.push(row as u32, &codes[row * words..(row + 1) * words]);
+                }
+                // Nine queries: two groups of four and one left over.
+                let queries: Vec<Vec<u64>> = (0..9u64)
+                    .map(|q| (0..words as u64).map(|k| mix(1_000 + q * 97 + k)).collect())
+                    .collect();
+                let refs: Vec<&[u64]> = queries.iter().map(Vec::as_slice).collect();
+                let limit = (words * 64 / 2) as u32;
+                let mut want = Vec::new();
+                for (query, q) in refs.iter().enumerate() {
+                    let mut out = vec![0u32; rows];
+                    super::hamming_portable(&codes, q, &mut out);
+                    for (at, d) in out.iter().enumerate() {
+                        if *d <= limit {
+                            want.push((query, at, *d));
+                        }
+                    }
+                }
+                assert!(!want.is_empty() && want.len() < rows * refs.len());
+                for scan in [super::scan_blocks_fn(), super::scan_blocks_portable] {
+                    let mut got = Vec::new();
+                    scan(&list.codes, rows, &refs, limit, &mut |q, at, d| {
+                        got.push((q, at, d))
+                    });
+                    // Positions come in order for each query.
+                    got.sort_by_key(|(q, _, _)| *q);
+                    assert_eq!(got, want, "{words} words, {rows} rows");
+                }
             }
         }
     }
@@ -732,7 +954,7 @@ pub(crate) mod tests {
     }
 
     /// `n` unit vectors around `topics` random centres (cosine ≈ 0.8 to their centre).
-    fn clustered(n: usize, topics: usize, dim: usize) -> Vec<Vec<f32>> {
+    pub(crate) fn clustered(n: usize, topics: usize, dim: usize) -> Vec<Vec<f32>> {
         let centres: Vec<Vec<f32>> = (0..topics).map(|t| unit(t as u64 + 1, dim)).collect();
         (0..n)
             .map(|i| {
