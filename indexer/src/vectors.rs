@@ -718,7 +718,7 @@ pub(crate) mod kernels {
     ) {
         let words = |q: &&[u64]| <[u64; W]>::try_from(*q).ok();
         let Some(queries) = queries.iter().map(words).collect::<Option<Vec<[u64; W]>>>() else {
-            return;
+            return scan_blocks_portable(codes, rows, queries, limit, found);
         };
         let blocks = rows
             .div_ceil(BLOCK_ROWS)
