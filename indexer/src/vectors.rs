@@ -356,7 +356,8 @@ impl VectorSet {
 
     /// The sign-code scan, and the query's placement when it ranked the
     /// centroids. `centroid_sims` are the query's similarities to the
-    /// centroids when the caller computed them for a batch.
+    /// centroids if already known (None computes them): the batched probe's
+    /// test passes the batch's, so both paths rank the same lists.
     fn coded<F>(
         &self,
         query: &[f32],
