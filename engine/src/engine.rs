@@ -190,7 +190,8 @@ impl Engine {
     /// Writes a batch with the same rules as [`Engine::remember`], one outcome
     /// per input in order. Items later in the batch deduplicate against
     /// earlier ones. The batch is validated whole first (one bad item fails
-    /// it and nothing is written) and is durable as one unit.
+    /// it and nothing is written) and is durable as one unit. A bulk import
+    /// writes [`crate::IMPORT_BATCH`] memories per call.
     pub async fn remember_many(&self, memories: Vec<NewMemory>) -> Result<Vec<Remembered>> {
         let now = self.inner.config.clock.now();
         let mut items = memories;
@@ -224,12 +225,21 @@ impl Engine {
             let state = self.read_state()?;
             self.decide(&state, items, guarded, now)?
         };
-        if !decided.records.is_empty() {
-            let written = store.append(decided.records).await?;
-            self.write_state()?
-                .apply_placed(written, decided.placements);
+        if decided.records.is_empty() {
+            store.audit(&decided.audit)?;
+            return Ok(decided.outcomes);
         }
-        store.audit(&decided.audit)?;
+        let written = store.append(decided.records).await?;
+        let mut state = self.write_state()?;
+        let state: &mut State = &mut state;
+        let store: &mut Store = &mut store;
+        // The audit log's write and fsync need none of the state: they run
+        // beside the apply.
+        let ((), audited) = rayon::join(
+            || state.apply_placed(written, decided.placements),
+            || store.audit(&decided.audit),
+        );
+        audited?;
         Ok(decided.outcomes)
     }
 
@@ -753,6 +763,24 @@ impl Engine {
     /// safety; the log is replayed at open).
     pub async fn flush(&self) -> Result<()> {
         self.inner.store.lock().await.flush().await?;
+        Ok(())
+    }
+
+    /// Waits until the background work that earlier writes started has
+    /// finished: table compaction and the BM25 index's segment merges
+    /// (writes wait meanwhile). Nothing needs this for correctness; a
+    /// benchmark calls it so that timings after a bulk import do not share
+    /// the cores with the import's leftover work.
+    ///
+    /// ```no_run
+    /// # async fn demo(engine: recall::Engine) -> recall::Result<()> {
+    /// engine.flush().await?;
+    /// engine.wait_for_maintenance().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn wait_for_maintenance(&self) -> Result<()> {
+        self.inner.store.lock().await.wait_for_maintenance().await?;
         Ok(())
     }
 }

@@ -76,7 +76,7 @@ pub use config::{
 pub use engine::{Engine, Status};
 pub use erasure::{EraseScope, Erased};
 pub use error::{Error, Result};
-pub use import::parse_import_line;
+pub use import::{IMPORT_BATCH, parse_import_line};
 pub use lifecycle::{EndSession, SessionEnded};
 pub use links::parse_links;
 pub use memory::{Kind, Link, Memory, NewMemory, Remembered, Similar, Source, Trust};

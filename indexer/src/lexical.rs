@@ -101,11 +101,20 @@ pub struct LexicalHit {
 }
 
 struct WriterState {
-    writer: IndexWriter<TantivyDocument>,
+    /// None only if [`LexicalIndex::wait_for_merges`] could not start a fresh writer.
+    writer: Option<IndexWriter<TantivyDocument>>,
     /// Highest sequence number added (committed or not).
     added_seq: u64,
     /// Documents added since the last commit.
     dirty: bool,
+}
+
+impl WriterState {
+    fn writer(&mut self) -> Result<&mut IndexWriter<TantivyDocument>> {
+        self.writer
+            .as_mut()
+            .ok_or_else(|| IndexerError::corrupt("lexical index", "no writer (reopen the store)"))
+    }
 }
 
 /// The BM25 index. Thread safe: searches run concurrently; additions are
@@ -341,7 +350,7 @@ impl LexicalIndex {
             fields,
             analyzer,
             writer: Mutex::new(WriterState {
-                writer,
+                writer: Some(writer),
                 added_seq: committed,
                 dirty: false,
             }),
@@ -388,7 +397,7 @@ impl LexicalIndex {
             if seq <= state.added_seq {
                 continue;
             }
-            state.writer.add_document(doc)?;
+            state.writer()?.add_document(doc)?;
             state.added_seq = seq;
             state.dirty = true;
         }
@@ -422,11 +431,28 @@ impl LexicalIndex {
         if !state.dirty {
             return Ok(());
         }
-        let mut prepared = state.writer.prepare_commit()?;
-        prepared.set_payload(&state.added_seq.to_string());
+        let seq = state.added_seq.to_string();
+        let mut prepared = state.writer()?.prepare_commit()?;
+        prepared.set_payload(&seq);
         prepared.commit()?;
         self.reader.reload()?;
         state.dirty = false;
+        Ok(())
+    }
+
+    /// Commits, then waits for the segment merges that commits started in
+    /// the background; a fresh writer takes over (tantivy waits for merges
+    /// only by closing its writer). Searches never need this; it is for
+    /// timings that must not share the cores with merges.
+    pub(crate) fn wait_for_merges(&self) -> Result<()> {
+        let mut state = self.lock()?;
+        self.commit_locked(&mut state)?;
+        if let Some(writer) = state.writer.take() {
+            let index = writer.index().clone();
+            writer.wait_merging_threads()?;
+            state.writer = Some(index.writer(WRITER_HEAP)?);
+        }
+        self.reader.reload()?;
         Ok(())
     }
 
@@ -439,29 +465,30 @@ impl LexicalIndex {
             EraseSelector::Memories { ids, .. } => {
                 for id in ids {
                     state
-                        .writer
+                        .writer()?
                         .delete_term(Term::from_field_text(self.fields.id, id));
                 }
             }
             EraseSelector::Bank { tenant, bank } => {
-                state.writer.delete_term(Term::from_field_text(
+                state.writer()?.delete_term(Term::from_field_text(
                     self.fields.scope,
                     &scope_term(tenant, bank),
                 ));
             }
             EraseSelector::Tenant { tenant } => {
                 state
-                    .writer
+                    .writer()?
                     .delete_term(Term::from_field_text(self.fields.tenant, tenant));
             }
         }
         state.dirty = true;
         self.commit_locked(&mut state)?;
-        let segments = state.writer.index().searchable_segment_ids()?;
+        let writer = state.writer()?;
+        let segments = writer.index().searchable_segment_ids()?;
         if !segments.is_empty() {
-            state.writer.merge(&segments).wait()?;
+            writer.merge(&segments).wait()?;
         }
-        state.writer.garbage_collect_files().wait()?;
+        writer.garbage_collect_files().wait()?;
         self.reader.reload()?;
         Ok(())
     }
@@ -640,7 +667,7 @@ impl LexicalIndex {
     /// the tables, which only a damaged or foreign index can be).
     pub(crate) fn clear(&self) -> Result<()> {
         let mut state = self.lock()?;
-        state.writer.delete_all_documents()?;
+        state.writer()?.delete_all_documents()?;
         state.added_seq = 0;
         state.dirty = true;
         self.commit_locked(&mut state)
@@ -788,6 +815,33 @@ mod tests {
         assert!(
             both.iter().all(|h| h.seq != 1000),
             "bob's stronger matches first"
+        );
+    }
+
+    #[test]
+    fn after_waiting_for_merges_the_index_is_merged_and_takes_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = LexicalIndex::open(dir.path()).unwrap();
+        // One segment per commit: enough of them for the merge policy.
+        for seq in 1..=12u64 {
+            index
+                .add(&[&row(seq, "t", "b", &format!("alpha note {seq}"))])
+                .unwrap();
+            index.commit().unwrap();
+        }
+        index.wait_for_merges().unwrap();
+        let segments = index.reader.searcher().segment_readers().len();
+        assert!(segments < 12, "merged into {segments} segments");
+        assert_eq!(index.search("t", &["b"], "alpha", 20).unwrap().len(), 12);
+        // The fresh writer continues the sequence.
+        index.add(&[&row(13, "t", "b", "alpha late")]).unwrap();
+        assert_eq!(index.indexed_seq().unwrap(), 13);
+        index.commit().unwrap();
+        assert_eq!(index.search("t", &["b"], "alpha", 20).unwrap().len(), 13);
+        drop(index);
+        assert_eq!(
+            committed_seq(&Index::open_in_dir(dir.path()).unwrap()).unwrap(),
+            13
         );
     }
 

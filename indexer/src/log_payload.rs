@@ -19,43 +19,58 @@ const NO_VECTOR: u32 = u32::MAX;
 /// Batches at least this large are serialized in parallel.
 const PARALLEL_ENCODE_FROM: usize = 64;
 
-/// The record's JSON without its vector, and the vector.
-fn split(record: &Record) -> serde_json::Result<(Vec<u8>, Option<&[f32]>)> {
-    let mut bare = record.clone();
-    let vector = match (&mut bare, record) {
-        (Record::Memory(b), Record::Memory(r)) => {
-            b.vector = None;
-            r.vector.as_deref()
-        }
-        (Record::Vector(b), Record::Vector(r)) => {
-            b.vector = Vec::new();
-            Some(r.vector.as_slice())
-        }
-        _ => None,
-    };
-    Ok((serde_json::to_vec(&bare)?, vector))
+/// Moves each record's vector out, so the rest of the batch encodes as
+/// JSON without copying the vectors (`None` for a record without one).
+/// [`restore_vectors`] puts them back.
+pub(crate) fn take_vectors(batch: &mut [Record]) -> Vec<Option<Vec<f32>>> {
+    batch
+        .iter_mut()
+        .map(|record| match record {
+            Record::Memory(m) => m.vector.take(),
+            Record::Vector(r) => Some(std::mem::take(&mut r.vector)),
+            Record::Event(_) => None,
+        })
+        .collect()
 }
 
-/// Encodes a batch (large batches split their records over the pool).
-pub(crate) fn encode(batch: &[Record]) -> Result<Vec<u8>> {
-    let parts = match batch.len() >= PARALLEL_ENCODE_FROM {
-        true => batch
+/// Puts back what [`take_vectors`] moved out of the same batch.
+pub(crate) fn restore_vectors(batch: &mut [Record], vectors: Vec<Option<Vec<f32>>>) {
+    for (record, vector) in batch.iter_mut().zip(vectors) {
+        match (record, vector) {
+            (Record::Memory(m), v) => m.vector = v,
+            (Record::Vector(r), Some(v)) => r.vector = v,
+            _ => {}
+        }
+    }
+}
+
+/// Encodes a batch whose vectors [`take_vectors`] moved out into
+/// `vectors` (large batches serialize their records over the pool).
+pub(crate) fn encode(bare: &[Record], vectors: &[Option<Vec<f32>>]) -> Result<Vec<u8>> {
+    let json = match bare.len() >= PARALLEL_ENCODE_FROM {
+        true => bare
             .par_iter()
-            .map(split)
+            .map(serde_json::to_vec)
             .collect::<serde_json::Result<Vec<_>>>(),
-        false => batch.iter().map(split).collect(),
+        false => bare.iter().map(serde_json::to_vec).collect(),
     }
     .map_err(|e| IndexerError::corrupt("write-ahead log record", e.to_string()))?;
-    let json_len = 2 + parts.iter().map(|(json, _)| json.len() + 1).sum::<usize>();
-    let vector_len: usize = parts
+    if vectors.len() != bare.len() {
+        return Err(IndexerError::corrupt(
+            "write-ahead log record",
+            "a vector slot per record",
+        ));
+    }
+    let json_len = 2 + json.iter().map(|j| j.len() + 1).sum::<usize>();
+    let vector_len: usize = vectors
         .iter()
-        .map(|(_, v)| 4 + v.map_or(0, |v| 4 * v.len()))
+        .map(|v| 4 + v.as_ref().map_or(0, |v| 4 * v.len()))
         .sum();
     let mut payload = Vec::with_capacity(5 + json_len + vector_len);
     payload.push(VECTORS_AFTER_JSON);
     payload.extend_from_slice(&[0; 4]);
     payload.push(b'[');
-    for (i, (json, _)) in parts.iter().enumerate() {
+    for (i, json) in json.iter().enumerate() {
         if i > 0 {
             payload.push(b',');
         }
@@ -65,7 +80,7 @@ pub(crate) fn encode(batch: &[Record]) -> Result<Vec<u8>> {
     let written = u32::try_from(payload.len() - 5)
         .map_err(|_| IndexerError::corrupt("write-ahead log record", "batch too large"))?;
     payload[1..5].copy_from_slice(&written.to_le_bytes());
-    for (_, vector) in &parts {
+    for vector in vectors {
         match vector {
             Some(v) => {
                 let n = u32::try_from(v.len())
@@ -170,11 +185,21 @@ mod tests {
             .collect()
     }
 
+    /// Encodes as the log does, and checks the batch got its vectors back.
+    fn encoded(batch: &[Record]) -> Vec<u8> {
+        let mut bare = batch.to_vec();
+        let vectors = take_vectors(&mut bare);
+        let payload = encode(&bare, &vectors).unwrap();
+        restore_vectors(&mut bare, vectors);
+        assert_eq!(bare, batch, "the vectors are back in their records");
+        payload
+    }
+
     #[test]
     fn batches_round_trip_exactly_serial_and_parallel() {
         for n in [0, 1, 5, PARALLEL_ENCODE_FROM - 1, PARALLEL_ENCODE_FROM, 300] {
             let batch = mixed(n as u64);
-            let payload = encode(&batch).unwrap();
+            let payload = encoded(&batch);
             assert_eq!(payload[0], VECTORS_AFTER_JSON);
             assert_eq!(decode(&payload), Some(batch), "{n} records");
         }
@@ -190,7 +215,7 @@ mod tests {
 
     #[test]
     fn a_short_or_padded_payload_is_damage() {
-        let payload = encode(&mixed(6)).unwrap();
+        let payload = encoded(&mixed(6));
         assert!(decode(&payload[..payload.len() - 1]).is_none());
         let mut padded = payload.clone();
         padded.push(0);

@@ -9,6 +9,7 @@ use crate::audit::{AuditEntry, AuditLog};
 use crate::erase::{self, EraseSelector};
 use crate::error::{IndexerError, Result};
 use crate::lexical::{LexicalHit, LexicalIndex};
+use crate::log_payload;
 use crate::rows::{EventRow, MemoryRow, Record, VectorRow};
 use crate::table::Tables;
 use crate::wal::{self, SEALED, Wal};
@@ -262,21 +263,29 @@ impl Store {
             record.set_seq(self.next_seq);
             self.next_seq += 1;
         }
-        let memories: Vec<&MemoryRow> = records
-            .iter()
-            .filter_map(|r| match r {
-                Record::Memory(m) => Some(m),
-                Record::Event(_) | Record::Vector(_) => None,
-            })
-            .collect();
-        // The log's fsync and the index's analysis do not depend on each
-        // other: they run side by side. Documents enter the index only once
-        // the log holds their records.
-        let (wal, lexical) = (&mut self.wal, &self.lexical);
-        let (logged, analyzed) =
-            rayon::join(|| wal.append(&records), || lexical.documents(&memories));
+        // The log writes vectors apart from the JSON of the rest: moved out
+        // for the encoding, so it copies none.
+        let vectors = log_payload::take_vectors(&mut records);
+        let (logged, analyzed) = {
+            let memories: Vec<&MemoryRow> = records
+                .iter()
+                .filter_map(|r| match r {
+                    Record::Memory(m) => Some(m),
+                    Record::Event(_) | Record::Vector(_) => None,
+                })
+                .collect();
+            // The log's fsync and the index's analysis do not depend on each
+            // other: they run side by side. Documents enter the index only
+            // once the log holds their records.
+            let (wal, lexical) = (&mut self.wal, &self.lexical);
+            rayon::join(
+                || wal.append(&records, &vectors),
+                || lexical.documents(&memories),
+            )
+        };
+        log_payload::restore_vectors(&mut records, vectors);
         logged?;
-        if let Err(e) = analyzed.and_then(|documents| lexical.add_documents(documents)) {
+        if let Err(e) = analyzed.and_then(|documents| self.lexical.add_documents(documents)) {
             // The write is durable; the index is caught up from the tables at the next open.
             tracing::error!(error = %e, "lexical index rejected a document");
         }
@@ -378,6 +387,22 @@ impl Store {
         }
     }
 
+    /// Returns once no background table compaction is running.
+    async fn compacted(&self) {
+        while self.compacting.load(Ordering::Acquire) {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Waits for the background work that earlier writes started: a table
+    /// compaction, and the BM25 index's segment merges (committing what
+    /// it holds first). Nothing needs this for correctness; timings that
+    /// must not share the cores with that work do.
+    pub async fn wait_for_maintenance(&self) -> Result<()> {
+        self.compacted().await;
+        self.lexical.wait_for_merges()
+    }
+
     /// Flushes and compacts; call before dropping for a tidy directory (not
     /// needed for safety: the log covers everything acknowledged).
     pub async fn close(mut self) -> Result<()> {
@@ -397,9 +422,7 @@ impl Store {
         self.flush().await?;
         // A background compaction commits table versions of its own; the
         // purge must not race it.
-        while self.compacting.load(Ordering::Acquire) {
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        }
+        self.compacted().await;
         erase::write_intent(&self.options.dir, selector)?;
         let ids = self.tables.erase(selector).await?;
         self.lexical.erase(selector)?;

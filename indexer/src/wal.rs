@@ -70,21 +70,22 @@ impl Wal {
     }
 
     /// Appends one batch as one frame and fsyncs it. When this returns Ok the
-    /// batch survives a crash.
-    pub(crate) fn append(&mut self, batch: &[Record]) -> Result<()> {
-        let payload = log_payload::encode(batch)?;
+    /// batch survives a crash. `bare` is the batch with its vectors moved
+    /// out into `vectors` ([`log_payload::take_vectors`]).
+    pub(crate) fn append(&mut self, bare: &[Record], vectors: &[Option<Vec<f32>>]) -> Result<()> {
+        let payload = log_payload::encode(bare, vectors)?;
         let len = u32::try_from(payload.len())
             .ok()
             .filter(|len| *len <= MAX_FRAME)
             .ok_or_else(|| IndexerError::corrupt("write-ahead log record", "batch too large"))?;
-        let mut frame = Vec::with_capacity(payload.len() + 8);
-        frame.extend_from_slice(&len.to_le_bytes());
-        frame.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
-        frame.extend_from_slice(&payload);
+        let mut header = [0u8; 8];
+        header[..4].copy_from_slice(&len.to_le_bytes());
+        header[4..].copy_from_slice(&crc32fast::hash(&payload).to_le_bytes());
         let io = IndexerError::io(&self.path);
         let written = self
             .file
-            .write_all(&frame)
+            .write_all(&header)
+            .and_then(|()| self.file.write_all(&payload))
             .and_then(|()| self.file.sync_data());
         if let Err(e) = written {
             // Leave no half frame behind for the next append to follow.
@@ -92,7 +93,7 @@ impl Wal {
             let _ = self.file.seek(SeekFrom::Start(self.bytes));
             return Err(io(e));
         }
-        self.bytes += frame.len() as u64;
+        self.bytes += (header.len() + payload.len()) as u64;
         Ok(())
     }
 
@@ -207,8 +208,8 @@ mod tests {
         {
             let (mut wal, batches) = Wal::open(&path).unwrap();
             assert!(batches.is_empty());
-            wal.append(&[event(1), event(2)]).unwrap();
-            wal.append(&[event(3)]).unwrap();
+            wal.append(&[event(1), event(2)], &[None, None]).unwrap();
+            wal.append(&[event(3)], &[None]).unwrap();
         }
         // A crash in the middle of a third frame.
         let full = std::fs::metadata(&path).unwrap().len();
@@ -221,7 +222,7 @@ mod tests {
         assert_eq!(batches[0].len(), 2);
         assert_eq!(batches[1][0].seq(), 3);
         assert_eq!(std::fs::metadata(&path).unwrap().len(), full);
-        wal.append(&[event(4)]).unwrap();
+        wal.append(&[event(4)], &[None]).unwrap();
         drop(wal);
         let (_, batches) = Wal::open(&path).unwrap();
         assert_eq!(batches.len(), 3);
@@ -233,10 +234,10 @@ mod tests {
         let path = dir.path().join("wal.log");
         let sealed = dir.path().join(SEALED);
         let (mut wal, _) = Wal::open(&path).unwrap();
-        wal.append(&[event(1), event(2)]).unwrap();
+        wal.append(&[event(1), event(2)], &[None, None]).unwrap();
         wal.seal(&sealed).unwrap();
         assert_eq!(wal.len(), 0);
-        wal.append(&[event(3)]).unwrap();
+        wal.append(&[event(3)], &[None]).unwrap();
         drop(wal);
         let old = read_sealed(&sealed).unwrap();
         assert_eq!(
@@ -258,8 +259,8 @@ mod tests {
         let path = dir.path().join("wal.log");
         {
             let (mut wal, _) = Wal::open(&path).unwrap();
-            wal.append(&[event(1)]).unwrap();
-            wal.append(&[event(2)]).unwrap();
+            wal.append(&[event(1)], &[None]).unwrap();
+            wal.append(&[event(2)], &[None]).unwrap();
         }
         let mut raw = std::fs::read(&path).unwrap();
         let last = raw.len() - 2;

@@ -604,7 +604,6 @@ fn show(json: bool, m: &Memory) -> anyhow::Result<()> {
 }
 
 async fn import(engine: &Engine, tenant: &str, file: &PathBuf, json: bool) -> anyhow::Result<()> {
-    const BATCH: usize = 1000;
     let reader = std::io::BufReader::new(
         std::fs::File::open(file).with_context(|| format!("opening {}", file.display()))?,
     );
@@ -626,7 +625,7 @@ async fn import(engine: &Engine, tenant: &str, file: &PathBuf, json: bool) -> an
     let total = lines.len();
     let mut iter = lines.into_iter().peekable();
     while iter.peek().is_some() {
-        let batch: Vec<NewMemory> = iter.by_ref().take(BATCH).collect();
+        let batch: Vec<NewMemory> = iter.by_ref().take(recall::IMPORT_BATCH).collect();
         let n = batch.len();
         for outcome in engine.remember_many(batch).await? {
             match outcome {
