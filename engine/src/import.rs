@@ -10,10 +10,10 @@ use crate::memory::NewMemory;
 /// Larger calls amortize what each call does once: the write path's
 /// near-copy probe reads each list of a partitioned tenant once for all of
 /// the call's items, and the call is logged as one fsynced frame. A
-/// million-memory import in one tenant (`recall-bench scale`, 2 cores,
-/// vectors given) ran at 17.5–17.9k memories/s in calls of 1,000, 22.4k in
-/// calls of 5,000 and 21.3k in calls of 10,000, where the pairs within a
-/// call start to cost more than the reads saved.
+/// million-memory import into one tenant (`recall-bench scale`, 2 cores,
+/// vectors given; one day's runs, which vary by about ±10 %) ran at
+/// 17.6–17.9k memories/s in calls of 1,000, 19.4–22.4k in calls of 5,000
+/// and 21.3k in calls of 10,000.
 pub const IMPORT_BATCH: usize = 5_000;
 
 /// Parses one line of an import file for `tenant`. Blank lines are `None`;
