@@ -101,7 +101,8 @@ pub struct LexicalHit {
 }
 
 struct WriterState {
-    /// None only if [`LexicalIndex::wait_for_merges`] could not start a fresh writer.
+    /// None only if [`LexicalIndex::wait_for_merges`] could not open a
+    /// fresh writer; writes then fail until the store is reopened.
     writer: Option<IndexWriter<TantivyDocument>>,
     /// Highest sequence number added (committed or not).
     added_seq: u64,
@@ -449,8 +450,11 @@ impl LexicalIndex {
         self.commit_locked(&mut state)?;
         if let Some(writer) = state.writer.take() {
             let index = writer.index().clone();
-            writer.wait_merging_threads()?;
+            let waited = writer.wait_merging_threads();
+            // A failed merge leaves the committed segments as they were;
+            // writes go on with a fresh writer either way.
             state.writer = Some(index.writer(WRITER_HEAP)?);
+            waited?;
         }
         self.reader.reload()?;
         Ok(())
