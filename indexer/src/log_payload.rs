@@ -47,6 +47,12 @@ pub(crate) fn restore_vectors(batch: &mut [Record], vectors: Vec<Option<Vec<f32>
 /// Encodes a batch whose vectors [`take_vectors`] moved out into
 /// `vectors` (large batches serialize their records over the pool).
 pub(crate) fn encode(bare: &[Record], vectors: &[Option<Vec<f32>>]) -> Result<Vec<u8>> {
+    if vectors.len() != bare.len() {
+        return Err(IndexerError::corrupt(
+            "write-ahead log record",
+            "a vector slot per record",
+        ));
+    }
     let json = match bare.len() >= PARALLEL_ENCODE_FROM {
         true => bare
             .par_iter()
@@ -55,12 +61,6 @@ pub(crate) fn encode(bare: &[Record], vectors: &[Option<Vec<f32>>]) -> Result<Ve
         false => bare.iter().map(serde_json::to_vec).collect(),
     }
     .map_err(|e| IndexerError::corrupt("write-ahead log record", e.to_string()))?;
-    if vectors.len() != bare.len() {
-        return Err(IndexerError::corrupt(
-            "write-ahead log record",
-            "a vector slot per record",
-        ));
-    }
     let json_len = 2 + json.iter().map(|j| j.len() + 1).sum::<usize>();
     let vector_len: usize = vectors
         .iter()
