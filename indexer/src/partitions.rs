@@ -255,37 +255,66 @@ impl Partitions {
 
     /// The lists whose centroids are most similar to the query (`sims`:
     /// its similarity to each centroid), best first, until they hold at
-    /// least `rows` rows (or all lists), by index.
+    /// least `rows` rows (or all lists), by index. Equal similarities rank
+    /// the lower index first.
     pub(crate) fn probe(&self, sims: &[f32], rows: usize) -> Vec<usize> {
-        let by_similarity =
-            |a: &(usize, f32), b: &(usize, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
-        let mut order: Vec<(usize, f32)> = sims.iter().copied().enumerate().collect();
-        // A probe takes a handful of lists: order only the most similar
-        // (twice the lists an average size suggests), and the rest only if
-        // those do not hold enough rows.
+        // A probe takes a handful of lists: rank only the most similar
+        // (twice the lists an average size suggests), and all of them only
+        // if those do not hold enough rows.
         let average = (self.assigned / self.lists.len().max(1)).max(1);
-        let head = (2 * rows.div_ceil(average) + 2).min(order.len());
-        if head < order.len() {
-            order.select_nth_unstable_by(head, by_similarity);
-        }
-        order[..head].sort_unstable_by(by_similarity);
-        let mut covered = 0;
+        let head = (2 * rows.div_ceil(average) + 2).min(sims.len());
         let mut lists = Vec::new();
-        for at in 0..order.len() {
-            if covered >= rows {
-                break;
+        let mut covered = 0;
+        let mut take = |ranked: &[(usize, f32)], lists: &mut Vec<usize>| {
+            for &(index, _) in ranked {
+                if covered >= rows {
+                    return true;
+                }
+                let Some(list) = self.lists.get(index) else {
+                    continue;
+                };
+                covered += list.rows.len();
+                lists.push(index);
             }
-            if at == head {
-                order[head..].sort_unstable_by(by_similarity);
-            }
-            let Some(list) = self.lists.get(order[at].0) else {
-                continue;
-            };
-            covered += list.rows.len();
-            lists.push(order[at].0);
+            covered >= rows
+        };
+        if take(&most_similar_n(sims, head), &mut lists) || head == sims.len() {
+            return lists;
         }
+        let ranked = most_similar_n(sims, sims.len());
+        take(&ranked[head..], &mut lists);
         lists
     }
+}
+
+/// The `n` largest similarities as `(index, similarity)`, largest first,
+/// the lower index first on ties. A probe wants a few dozen of 512: one
+/// pass keeping the best so far in order costs a fraction of a selection
+/// over all of them, and this runs once per query and per written memory.
+fn most_similar_n(sims: &[f32], n: usize) -> Vec<(usize, f32)> {
+    let by_similarity =
+        |a: &(usize, f32), b: &(usize, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+    if 4 * n >= sims.len() {
+        let mut all: Vec<(usize, f32)> = sims.iter().copied().enumerate().collect();
+        all.sort_unstable_by(by_similarity);
+        all.truncate(n);
+        return all;
+    }
+    let mut best: Vec<(usize, f32)> = Vec::with_capacity(n + 1);
+    for (index, &sim) in sims.iter().enumerate() {
+        if best.len() == n {
+            // A later index ranks below an equal similarity already kept.
+            match best.last() {
+                Some(last) if sim.total_cmp(&last.1).is_gt() => {
+                    best.pop();
+                }
+                _ => continue,
+            }
+        }
+        let at = best.partition_point(|kept| kept.1.total_cmp(&sim).is_ge());
+        best.insert(at, (index, sim));
+    }
+    best
 }
 
 /// For each row of `rows`, the index of its most similar centroid.
@@ -304,4 +333,71 @@ pub(crate) fn most_similar<'a>(sims: impl Iterator<Item = &'a f32>) -> u32 {
             if *s > best.1 { (c as u32, *s) } else { best }
         })
         .0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `probe` as specified: every list ranked, taken in order until the rows are covered.
+    fn probe_by_full_sort(p: &Partitions, sims: &[f32], rows: usize) -> Vec<usize> {
+        let mut order: Vec<(usize, f32)> = sims.iter().copied().enumerate().collect();
+        order.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        let mut covered = 0;
+        let mut lists = Vec::new();
+        for (index, _) in order {
+            if covered >= rows {
+                break;
+            }
+            covered += p.lists[index].rows.len();
+            lists.push(index);
+        }
+        lists
+    }
+
+    #[test]
+    fn a_probe_ranks_the_lists_as_a_full_sort_does() {
+        let k = 512;
+        // Uneven lists (some empty), similarities with many exact ties.
+        let lists: Vec<List> = (0..k)
+            .map(|i| List {
+                rows: (0..((i * 37) % 11) as u32).collect(),
+                codes: Vec::new(),
+            })
+            .collect();
+        let assigned = lists.iter().map(|l| l.rows.len()).sum();
+        let p = Partitions {
+            dim: 1,
+            centroids: Array2::zeros((k, 1)),
+            lists,
+            assigned,
+            trained_at: assigned,
+            training: 0,
+        };
+        for seed in 0..40usize {
+            let sims: Vec<f32> = (0..k)
+                .map(|i| ((i * 7919 + seed * 104_729) % 61) as f32 / 61.0 - 0.5)
+                .collect();
+            for rows in [0, 1, 5, 40, 300, 1_000, assigned, assigned + 1] {
+                assert_eq!(
+                    p.probe(&sims, rows),
+                    probe_by_full_sort(&p, &sims, rows),
+                    "seed {seed}, {rows} rows"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_most_similar_come_first_and_ties_keep_index_order() {
+        let sims = [0.1, 0.9, 0.5, 0.9, -0.2, 0.5, 0.7, 0.0, 0.9];
+        let top: Vec<usize> = most_similar_n(&sims, 2).iter().map(|b| b.0).collect();
+        assert_eq!(top, vec![1, 3]);
+        let all: Vec<usize> = most_similar_n(&sims, sims.len())
+            .iter()
+            .map(|b| b.0)
+            .collect();
+        assert_eq!(all, vec![1, 3, 8, 6, 2, 5, 0, 7, 4]);
+        assert!(most_similar_n(&sims, 0).is_empty());
+    }
 }
