@@ -2,7 +2,7 @@
 //! clustered vectors given with each write (so neither writes nor queries
 //! time the model).
 //!
-//! Per size: bulk-import rate (`remember_many` in calls of
+//! Per size: bulk-import rate ([`Engine::import`] in calls of
 //! [`IMPORT_BATCH`], as `recall import` writes, and a flush at the end;
 //! the table compaction and index merges the import leaves running are
 //! waited for before anything else is timed, and that wait is reported
@@ -123,13 +123,12 @@ pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
         let bar = crate::report::bar(n as u64, "importing");
         let started = Instant::now();
         let mut ids = Vec::with_capacity(n);
-        for chunk in base.chunks(IMPORT_BATCH) {
-            let outcomes = engine
-                .remember_many(chunk.iter().map(to_new).collect())
-                .await?;
-            ids.extend(outcomes.iter().map(Remembered::id));
-            bar.inc(chunk.len() as u64);
-        }
+        engine
+            .import(base.iter().map(to_new), IMPORT_BATCH, |outcomes| {
+                ids.extend(outcomes.iter().map(Remembered::id));
+                bar.inc(outcomes.len() as u64);
+            })
+            .await?;
         engine.flush().await?;
         let import_rate = n as f64 / started.elapsed().as_secs_f64();
         // The import's last table compaction and index merges may still

@@ -190,15 +190,22 @@ impl Engine {
     /// Writes a batch with the same rules as [`Engine::remember`], one outcome
     /// per input in order. Items later in the batch deduplicate against
     /// earlier ones. The batch is validated whole first (one bad item fails
-    /// it and nothing is written) and is durable as one unit. A bulk import
-    /// writes [`crate::IMPORT_BATCH`] memories per call.
+    /// it and nothing is written) and is durable as one unit. For a large
+    /// input, [`Engine::import`] makes the calls.
     pub async fn remember_many(&self, memories: Vec<NewMemory>) -> Result<Vec<Remembered>> {
-        let now = self.inner.config.clock.now();
-        let mut items = memories;
+        let prepared = self.prepare_many(memories)?;
+        let prepared = self.embed_missing(prepared).await?;
+        let (outcomes, ()) = self.write_prepared(prepared, || ()).await?;
+        Ok(outcomes)
+    }
+
+    /// Steps 1–3 of the write path (§3) for a batch; the first bad item in
+    /// order fails it. Needs no lock: a bulk import prepares its next batch
+    /// while this one is applied (see [`Engine::import`]).
+    pub(crate) fn prepare_many(&self, mut items: Vec<NewMemory>) -> Result<Prepared> {
         // Redaction and screening are regex passes per item: a bulk import
-        // spreads them over the rayon pool. The first bad item in order
-        // fails the batch either way.
-        let prepared: Vec<Result<Guarded>> = if items.len() >= PARALLEL_PREPARE_FROM {
+        // spreads them over the rayon pool.
+        let guarded: Vec<Result<Guarded>> = if items.len() >= PARALLEL_PREPARE_FROM {
             items
                 .par_iter_mut()
                 .map(|item| self.prepare(item))
@@ -206,7 +213,13 @@ impl Engine {
         } else {
             items.iter_mut().map(|item| self.prepare(item)).collect()
         };
-        let guarded = prepared.into_iter().collect::<Result<Vec<Guarded>>>()?;
+        let guarded = guarded.into_iter().collect::<Result<Vec<Guarded>>>()?;
+        Ok(Prepared { items, guarded })
+    }
+
+    /// Embeds the prepared items that came without a vector.
+    pub(crate) async fn embed_missing(&self, mut prepared: Prepared) -> Result<Prepared> {
+        let items = &mut prepared.items;
         let to_embed: Vec<usize> = items
             .iter()
             .enumerate()
@@ -219,28 +232,41 @@ impl Engine {
                 items[i].vector = Some(v);
             }
         }
+        Ok(prepared)
+    }
 
+    /// Steps 4–7 of the write path under the write lock: decide, log,
+    /// apply. `beside` runs on the pool while the state is applied (the
+    /// apply is mostly one thread; a bulk import prepares its next batch
+    /// there) and its result comes back with the outcomes. It does not run
+    /// if the write fails.
+    pub(crate) async fn write_prepared<R: Send>(
+        &self,
+        prepared: Prepared,
+        beside: impl FnOnce() -> R + Send,
+    ) -> Result<(Vec<Remembered>, R)> {
         let mut store = self.inner.store.lock().await;
+        let now = self.inner.config.clock.now();
         let decided = {
             let state = self.read_state()?;
-            self.decide(&state, items, guarded, now)?
+            self.decide(&state, prepared.items, prepared.guarded, now)?
         };
         if decided.records.is_empty() {
             store.audit(&decided.audit)?;
-            return Ok(decided.outcomes);
+            return Ok((decided.outcomes, beside()));
         }
         let written = store.append(decided.records).await?;
         let mut state = self.write_state()?;
         let state: &mut State = &mut state;
         let store: &mut Store = &mut store;
         // The audit log's write and fsync need none of the state: they run
-        // beside the apply.
-        let ((), audited) = rayon::join(
+        // beside the apply too.
+        let ((), (audited, beside)) = rayon::join(
             || state.apply_placed(written, decided.placements),
-            || store.audit(&decided.audit),
+            || rayon::join(|| store.audit(&decided.audit), beside),
         );
         audited?;
-        Ok(decided.outcomes)
+        Ok((decided.outcomes, beside))
     }
 
     /// Steps 1–3 of the write path (§3): validate, redact, screen. Returns
@@ -796,6 +822,19 @@ struct Decided {
     placements: Vec<Option<Placement>>,
     outcomes: Vec<Remembered>,
     audit: Vec<AuditEntry>,
+}
+
+/// A batch past steps 1–3 of the write path (see [`Engine::prepare_many`]).
+pub(crate) struct Prepared {
+    items: Vec<NewMemory>,
+    guarded: Vec<Guarded>,
+}
+
+impl Prepared {
+    /// Whether the batch holds no items.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
 }
 
 /// What the write path's safety steps did to one item, and what the

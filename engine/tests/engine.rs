@@ -801,6 +801,105 @@ async fn bad_input_is_a_typed_error_and_writes_nothing() {
     assert_eq!(engine.status().await.unwrap().memories, 0);
 }
 
+/// The contents of a tenant's memories, sorted.
+async fn contents(engine: &Engine) -> Vec<String> {
+    let mut all: Vec<String> = engine
+        .list(TENANT, None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.content)
+        .collect();
+    all.sort();
+    all
+}
+
+#[tokio::test]
+async fn an_import_writes_in_calls_that_see_the_calls_before_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = open(dir.path()).await;
+    let texts = [
+        "Deploys go out at noon on weekdays.",
+        "The session cache keeps entries for 30 seconds.",
+        // Call 2 repeats call 1's first memory, call 3 its second.
+        "Deploys go out at noon on weekdays.",
+        "Error E4012 means the upstream token expired.",
+        "Use rustls rather than openssl in new services.",
+        "The session cache keeps entries for 30 seconds.",
+        "Integration tests need the docker daemon running.",
+    ];
+    let mut calls: Vec<Vec<Remembered>> = Vec::new();
+    engine
+        .import(texts.iter().map(|t| note(Kind::Note, t)), 2, |outcomes| {
+            calls.push(outcomes.to_vec())
+        })
+        .await
+        .unwrap();
+    assert_eq!(calls.iter().map(Vec::len).collect::<Vec<_>>(), [2, 2, 2, 1]);
+    let flat: Vec<Remembered> = calls.into_iter().flatten().collect();
+    assert!(matches!(&flat[2], Remembered::Deduplicated { id, .. } if *id == flat[0].id()));
+    assert!(matches!(&flat[5], Remembered::Deduplicated { id, .. } if *id == flat[1].id()));
+    let mut distinct: Vec<String> = texts.iter().map(|t| t.to_string()).collect();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(contents(&engine).await, distinct);
+
+    let err = engine
+        .import(vec![note(Kind::Note, "Never written.")], 0, |_| {})
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::InvalidInput { field: "batch", .. }),
+        "{err:?}"
+    );
+    assert_eq!(contents(&engine).await, distinct);
+}
+
+#[tokio::test]
+async fn an_import_stops_at_a_bad_call_and_keeps_the_calls_before_it() {
+    // A bad item found while the call before it is applied (empty content),
+    // and one found only under the write lock (an unknown supersedes key).
+    let bad = [
+        note(Kind::Note, "   "),
+        note(Kind::Note, "Replaces nothing.").supersedes("no such title"),
+    ];
+    for bad in bad {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = open(dir.path()).await;
+        let items = vec![
+            note(Kind::Note, "Deploys go out at noon on weekdays."),
+            note(Kind::Note, "Error E4012 means the upstream token expired."),
+            note(
+                Kind::Note,
+                "Use rustls rather than openssl in new services.",
+            ),
+            bad,
+            note(
+                Kind::Note,
+                "Integration tests need the docker daemon running.",
+            ),
+        ];
+        let mut seen = Vec::new();
+        let err = engine
+            .import(items, 2, |outcomes| seen.push(outcomes.len()))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, Error::InvalidInput { .. } | Error::NotFound(_)),
+            "{err:?}"
+        );
+        assert_eq!(seen, [2], "only the first call was committed");
+        let written = [
+            "Deploys go out at noon on weekdays.",
+            "Error E4012 means the upstream token expired.",
+        ];
+        assert_eq!(contents(&engine).await, written);
+        drop(engine);
+        let engine = open(dir.path()).await;
+        assert_eq!(contents(&engine).await, written, "after reopening");
+    }
+}
+
 #[tokio::test]
 async fn without_a_model_the_engine_serves_lexical_recall() {
     let dir = tempfile::tempdir().unwrap();

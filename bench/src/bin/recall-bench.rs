@@ -3,6 +3,10 @@
 
 use clap::Parser;
 
+/// The allocator of the `recall` binary, so the bench times what the CLI runs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
