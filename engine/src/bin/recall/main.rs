@@ -8,6 +8,10 @@ use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
+use recall::{
+    Config, Engine, EraseScope, Kind, Memory, NewMemory, RecallResult, Remembered, Source,
+};
+use uuid::Uuid;
 
 /// A bulk import allocates and frees millions of small strings and vectors;
 /// mimalloc does that with less CPU than glibc's allocator (bench/README.md,
@@ -15,10 +19,6 @@ use clap::{Parser, Subcommand};
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-use recall::{
-    Config, Engine, EraseScope, Kind, Memory, NewMemory, RecallResult, Remembered, Source,
-};
-use uuid::Uuid;
 
 #[derive(Parser)]
 #[command(
