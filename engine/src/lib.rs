@@ -47,6 +47,8 @@
 //! ```
 #![deny(missing_docs)]
 
+#[cfg(feature = "mimalloc")]
+pub mod allocator;
 mod briefing;
 mod clock;
 mod config;

@@ -900,6 +900,119 @@ async fn an_import_stops_at_a_bad_call_and_keeps_the_calls_before_it() {
     }
 }
 
+/// A unit vector from a seed (splitmix64 draws, centred).
+fn seeded_unit(seed: u64, dim: usize) -> Vec<f32> {
+    let mut state = seed;
+    let v: Vec<f32> = (0..dim)
+        .map(|_| {
+            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            ((z ^ (z >> 31)) >> 11) as f32 / (1u64 << 53) as f32 - 0.5
+        })
+        .collect();
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    v.into_iter().map(|x| x / norm).collect()
+}
+
+/// `v` moved towards noise by `by`, renormalized.
+fn nudged(v: &[f32], seed: u64, by: f32) -> Vec<f32> {
+    let noise = seeded_unit(seed, v.len());
+    let w: Vec<f32> = v.iter().zip(&noise).map(|(a, b)| a + by * b).collect();
+    let norm = w.iter().map(|x| x * x).sum::<f32>().sqrt();
+    w.into_iter().map(|x| x / norm).collect()
+}
+
+/// Each outcome with ids replaced by the index of the item that stored
+/// them: comparable across engines.
+fn by_item(outcomes: &[Remembered]) -> Vec<(Option<usize>, Vec<usize>)> {
+    let mut stored_by = std::collections::HashMap::new();
+    for (i, o) in outcomes.iter().enumerate() {
+        if let Remembered::Stored { id, .. } = o {
+            stored_by.insert(*id, i);
+        }
+    }
+    outcomes
+        .iter()
+        .map(|o| match o {
+            Remembered::Stored { similar_to, .. } => {
+                let mut near: Vec<usize> = similar_to.iter().map(|s| stored_by[&s.id]).collect();
+                near.sort_unstable();
+                (None, near)
+            }
+            Remembered::Deduplicated { id, .. } => (Some(stored_by[id]), Vec::new()),
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_import_into_a_partitioned_tenant_decides_as_single_calls_do() {
+    // Past 16,384 rows a tenant's vectors are partitioned and the write
+    // path probes a few lists for near copies; an import prepares each call
+    // while the call before is applied. Its decisions must be those of
+    // `remember_many` with the same calls: near copies across calls and
+    // within one, and memories in the similar band.
+    const DIM: usize = 384;
+    const CALL: usize = 2_500;
+    let centres: Vec<Vec<f32>> = (0..300).map(|c| seeded_unit(c, DIM)).collect();
+    let mut vectors: Vec<Vec<f32>> = Vec::new();
+    for i in 0..26_000u64 {
+        let at = vectors.len();
+        let v = match (at >= 17_500, i % 3) {
+            // Before the tenant is partitioned, and a third after: new
+            // memories around 300 topics.
+            (false, _) | (true, 0) => nudged(&centres[(i % 300) as usize], 1_000 + i, 0.7),
+            // Near copies (cosine ≈ .995) of an earlier memory, some in
+            // the same call.
+            (true, 1) => nudged(&vectors[(at * 7919) % at.min(at - at % CALL + 40)], i, 0.1),
+            // In the similar band (≈ .89).
+            _ => nudged(&vectors[(at * 104_729) % at], i, 0.5),
+        };
+        vectors.push(v);
+    }
+    let items = || {
+        vectors
+            .iter()
+            .enumerate()
+            .map(|(i, v)| note(Kind::Fact, &format!("memory {i}")).vector(v.clone()))
+    };
+    let config = |dir: &std::path::Path| {
+        Config::new(dir).model(ModelSource::Custom(Arc::new(recall::HashEmbedder::new(
+            DIM,
+        ))))
+    };
+
+    let dir = tempfile::tempdir().unwrap();
+    let importer = Engine::open(config(dir.path())).await.unwrap();
+    let mut imported = Vec::new();
+    importer
+        .import(items(), CALL, |o| imported.extend_from_slice(o))
+        .await
+        .unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let single = Engine::open(config(dir.path())).await.unwrap();
+    let mut called = Vec::new();
+    let all: Vec<NewMemory> = items().collect();
+    for call in all.chunks(CALL) {
+        called.extend(single.remember_many(call.to_vec()).await.unwrap());
+    }
+
+    let (imported, called) = (by_item(&imported), by_item(&called));
+    let deduplicated = imported.iter().filter(|(d, _)| d.is_some()).count();
+    let similar = imported.iter().filter(|(_, s)| !s.is_empty()).count();
+    assert!(deduplicated > 1_000, "near copies found ({deduplicated})");
+    assert!(similar > 1_000, "similar memories found ({similar})");
+    let differ = (0..imported.len()).find(|&i| imported[i] != called[i]);
+    assert_eq!(
+        differ,
+        None,
+        "{:?}",
+        differ.map(|i| (&imported[i], &called[i]))
+    );
+}
+
 #[tokio::test]
 async fn without_a_model_the_engine_serves_lexical_recall() {
     let dir = tempfile::tempdir().unwrap();

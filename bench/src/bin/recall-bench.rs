@@ -3,12 +3,14 @@
 
 use clap::Parser;
 
-/// The allocator of the `recall` binary, so the bench times what the CLI runs.
+/// The allocator of the `recall` binary, set up as it does, so the bench
+/// times what the CLI runs.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: recall::allocator::MiMalloc = recall::allocator::MiMalloc;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    recall::allocator::keep_freed_pages();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()

@@ -13,12 +13,11 @@ use recall::{
 };
 use uuid::Uuid;
 
-/// A bulk import allocates and frees millions of small strings and vectors;
-/// mimalloc does that with less CPU than glibc's allocator (bench/README.md,
-/// `scale`, gives the runs).
+/// A bulk import allocates and frees millions of small strings and vectors:
+/// see `recall::allocator` (bench/README.md, `scale`, gives the runs).
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: recall::allocator::MiMalloc = recall::allocator::MiMalloc;
 
 #[derive(Parser)]
 #[command(
@@ -227,6 +226,8 @@ enum Command {
 
 #[tokio::main]
 async fn main() {
+    #[cfg(feature = "mimalloc")]
+    recall::allocator::keep_freed_pages();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(
