@@ -30,7 +30,7 @@ const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 /// The trade, measured with `recall-bench scale --sizes 1000000` in two
 /// back-to-back pairs: the import ran at 17.8k and 18.7k memories/s against
 /// 16.4k and 17.1k, the whole run took 7 % less CPU (163–168 against
-/// 176–181 CPU-s, 15 % less system time), and peak RSS rose from 7.0 to
+/// 176–181 CPU-s, 10–12 % less system time), and peak RSS rose from 7.0 to
 /// 9.0 GiB: memory freed while the vector matrix grows stays with the
 /// process.
 pub fn keep_freed_pages() {
