@@ -267,7 +267,8 @@ pub struct WriteConfig {
     /// Longest content accepted, in bytes. Default 16 KiB.
     pub max_content_bytes: usize,
     /// Records buffered in the write-ahead log before a background flush
-    /// writes them to the tables. Default 8,192.
+    /// writes them to the tables. Default 65,536
+    /// ([`recall_indexer::DEFAULT_FLUSH_EVERY`], which says why).
     pub flush_every: usize,
 }
 
@@ -277,7 +278,7 @@ impl Default for WriteConfig {
             dedup_threshold: 0.94,
             similar_threshold: 0.82,
             max_content_bytes: 16 * 1024,
-            flush_every: 8192,
+            flush_every: recall_indexer::DEFAULT_FLUSH_EVERY,
         }
     }
 }

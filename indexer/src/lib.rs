@@ -64,5 +64,5 @@ pub use error::{IndexerError, Result};
 pub use lexical::LexicalHit;
 pub use near::near_pairs;
 pub use rows::{EventRow, MemoryRow, Record, VectorRow};
-pub use store::{Durability, LexicalSearcher, Recovered, Store, StoreOptions};
+pub use store::{DEFAULT_FLUSH_EVERY, Durability, LexicalSearcher, Recovered, Store, StoreOptions};
 pub use vectors::{Hits, Placement, ScanConfig, VectorSet};

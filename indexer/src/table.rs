@@ -27,7 +27,7 @@ const MEMORIES: &str = "memories";
 const EVENTS: &str = "events";
 const VECTORS: &str = "vectors";
 /// Rows of a fragment that compaction leaves alone (see [`Tables::compact`]).
-const COMPACTED_FRAGMENT_ROWS: usize = 65_536;
+pub(crate) const COMPACTED_FRAGMENT_ROWS: usize = 65_536;
 
 /// Handle on the two tables of one data directory (or any LanceDB URI).
 #[derive(Clone)]
