@@ -5,9 +5,10 @@
 //! statistics are the haystack's own, as in the reference numbers — through
 //! the normal write path (redaction, screening, dedup). The clock is set to
 //! each document's date while it is written, and each question is recalled
-//! "as of" its own date. Vectors come from a [`VectorCache`], so the engine
-//! is given the same embedding the model would compute and a sweep embeds
-//! nothing twice.
+//! "as of" its own date. The engine embeds what it writes itself (each
+//! document and its sentences, [`recall::sentences`]) through a
+//! [`VectorCache`]'s embedder, so it gets the vectors the model computes
+//! and a sweep embeds nothing twice.
 //!
 //! Rankers are scorer settings: the engine's (defaults unless a sweep says
 //! otherwise) and two baselines for "the hybrid must never lose to its
@@ -109,28 +110,25 @@ fn clip(text: &str) -> &str {
 }
 
 /// The write of one document: a memory of `kind` in the eval bank,
-/// observed at its date, with its cached vector.
-fn write_of(doc: &Doc, kind: Kind, cache: &VectorCache) -> NewMemory {
-    let text = clip(&doc.text);
-    let mut memory = NewMemory::new(TENANT, BANK, kind, text).observed_at(doc.at);
+/// observed at its date. The engine embeds it (and its sentences) as it
+/// would any memory, through the cache.
+fn write_of(doc: &Doc, kind: Kind) -> NewMemory {
+    let mut memory = NewMemory::new(TENANT, BANK, kind, clip(&doc.text)).observed_at(doc.at);
     if let Some(title) = &doc.title {
         memory = memory.title(title.clone());
     }
-    match cache.get(text) {
-        Some(v) => memory.vector(v.clone()),
-        None => memory,
-    }
+    memory
 }
 
-/// Writes `haystack` into a fresh engine. The cache must hold every doc's
-/// text (see [`texts`]).
+/// Writes `haystack` into a fresh engine. Texts the cache misses (see
+/// [`texts`]) are embedded by the model, without being saved.
 pub async fn ingest(haystack: Haystack, cache: &VectorCache) -> anyhow::Result<Ingested> {
     let dir = tempfile::tempdir()?;
     let start = haystack.docs.first().map_or_else(Utc::now, |d| d.at);
     let clock = Arc::new(FixedClock::new(start));
     let engine = Engine::open(
         Config::new(dir.path())
-            .model(ModelSource::Custom(cache.embedder().clone()))
+            .model(ModelSource::Custom(cache.cached_embedder()))
             .clock(clock.clone()),
     )
     .await?;
@@ -152,10 +150,7 @@ pub async fn ingest(haystack: Haystack, cache: &VectorCache) -> anyhow::Result<I
             .filter(|d| !d.text.trim().is_empty())
             .collect();
         refused += (j - i) - batch.len();
-        let writes: Vec<NewMemory> = batch
-            .iter()
-            .map(|d| write_of(d, haystack.kind, cache))
-            .collect();
+        let writes: Vec<NewMemory> = batch.iter().map(|d| write_of(d, haystack.kind)).collect();
         let outcomes: Vec<Option<Uuid>> = match engine.remember_many(writes).await {
             Ok(o) => o.iter().map(|o| Some(o.id())).collect(),
             Err(e) => {
@@ -166,7 +161,7 @@ pub async fn ingest(haystack: Haystack, cache: &VectorCache) -> anyhow::Result<I
                 for d in &batch {
                     one_by_one.push(
                         engine
-                            .remember(write_of(d, haystack.kind, cache))
+                            .remember(write_of(d, haystack.kind))
                             .await
                             .ok()
                             .map(|o| o.id()),
@@ -198,13 +193,16 @@ pub async fn ingest(haystack: Haystack, cache: &VectorCache) -> anyhow::Result<I
     })
 }
 
-/// Every text a haystack embeds: its docs (as written) and its questions.
-pub fn texts(haystack: &Haystack) -> impl Iterator<Item = &str> {
+/// Every text a haystack embeds: its docs (as written), their sentences
+/// ([`recall::sentences`]) and its questions.
+pub fn texts(haystack: &Haystack) -> impl Iterator<Item = String> + '_ {
     haystack
         .docs
         .iter()
-        .map(|d| clip(&d.text))
-        .chain(haystack.questions.iter().map(|q| q.text.as_str()))
+        .flat_map(|d| {
+            std::iter::once(clip(&d.text).to_string()).chain(recall::sentences(clip(&d.text)))
+        })
+        .chain(haystack.questions.iter().map(|q| q.text.clone()))
 }
 
 /// The engine's scorer with every hit kept (no abstention gate, hit
@@ -492,7 +490,8 @@ pub async fn run(
     cache: &mut VectorCache,
     progress: bool,
 ) -> anyhow::Result<(Vec<Report>, RunStats, Vec<Outcome>)> {
-    let all: Vec<&str> = haystacks.iter().flat_map(texts).collect();
+    let all: Vec<String> = haystacks.iter().flat_map(texts).collect();
+    let all: Vec<&str> = all.iter().map(String::as_str).collect();
     let embed_started = std::time::Instant::now();
     cache.fill(&all, progress)?;
     let embed_s = embed_started.elapsed().as_secs_f64();

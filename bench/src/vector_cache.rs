@@ -31,7 +31,8 @@ pub fn default_dir() -> PathBuf {
 pub struct VectorCache {
     embedder: Arc<dyn Embedder>,
     path: PathBuf,
-    vectors: HashMap<[u8; 32], Vec<f32>>,
+    /// Shared with the [`VectorCache::cached_embedder`]s handed out.
+    vectors: Arc<HashMap<[u8; 32], Vec<f32>>>,
 }
 
 fn key(text: &str) -> [u8; 32] {
@@ -71,7 +72,7 @@ impl VectorCache {
         Ok(VectorCache {
             embedder,
             path,
-            vectors,
+            vectors: Arc::new(vectors),
         })
     }
 
@@ -112,6 +113,8 @@ impl VectorCache {
             .create(true)
             .append(true)
             .open(&self.path)?;
+        // An embedder handed out earlier keeps its own snapshot.
+        let cached = Arc::make_mut(&mut self.vectors);
         for batch in missing.chunks(128) {
             let vectors = recall_indexer::embed_checked(self.embedder.as_ref(), batch)?;
             let mut out = Vec::with_capacity(batch.len() * (32 + 4 * self.embedder.dim()));
@@ -120,7 +123,7 @@ impl VectorCache {
                 out.extend_from_slice(&k);
                 v.iter()
                     .for_each(|x| out.extend_from_slice(&x.to_le_bytes()));
-                self.vectors.insert(k, v);
+                cached.insert(k, v);
             }
             file.write_all(&out)?;
             bar.inc(batch.len() as u64);
@@ -133,6 +136,62 @@ impl VectorCache {
     /// The cached vector of `text`, if [`VectorCache::fill`] saw it.
     pub fn get(&self, text: &str) -> Option<&Vec<f32>> {
         self.vectors.get(&key(text))
+    }
+
+    /// An embedder for an engine that answers from what the cache holds
+    /// now and runs the model only for texts it misses (not saved). The
+    /// engine then embeds what it chooses (contents and their sentences)
+    /// as it would with the model, without running the model again.
+    pub fn cached_embedder(&self) -> Arc<dyn Embedder> {
+        Arc::new(CachedEmbedder {
+            vectors: self.vectors.clone(),
+            model: self.embedder.clone(),
+        })
+    }
+}
+
+/// See [`VectorCache::cached_embedder`].
+struct CachedEmbedder {
+    vectors: Arc<HashMap<[u8; 32], Vec<f32>>>,
+    model: Arc<dyn Embedder>,
+}
+
+impl Embedder for CachedEmbedder {
+    fn dim(&self) -> usize {
+        self.model.dim()
+    }
+
+    fn name(&self) -> &str {
+        self.model.name()
+    }
+
+    fn embed(&self, texts: &[&str]) -> recall_indexer::Result<Vec<Vec<f32>>> {
+        let missing: Vec<&str> = texts
+            .iter()
+            .copied()
+            .filter(|t| !self.vectors.contains_key(&key(t)))
+            .collect();
+        let mut computed = if missing.is_empty() {
+            Vec::new()
+        } else {
+            self.model.embed(&missing)?
+        }
+        .into_iter();
+        texts
+            .iter()
+            .map(|t| match self.vectors.get(&key(t)) {
+                Some(v) => Ok(v.clone()),
+                None => computed.next().ok_or_else(|| {
+                    recall_indexer::IndexerError::Embedding(
+                        "the model returned too few vectors".into(),
+                    )
+                }),
+            })
+            .collect()
+    }
+
+    fn count_tokens(&self, texts: &[&str]) -> Option<Vec<usize>> {
+        self.model.count_tokens(texts)
     }
 }
 
@@ -160,5 +219,34 @@ mod tests {
         assert_eq!(cache.len(), 2);
         assert_eq!(cache.get("gamma"), Some(&v));
         assert!(cache.get("delta").is_none());
+    }
+
+    /// Answers from the cache where it can, from the model elsewhere.
+    struct Constant;
+    impl Embedder for Constant {
+        fn dim(&self) -> usize {
+            2
+        }
+        fn name(&self) -> &str {
+            "constant"
+        }
+        fn embed(&self, texts: &[&str]) -> recall_indexer::Result<Vec<Vec<f32>>> {
+            Ok(texts.iter().map(|_| vec![0.0, 1.0]).collect())
+        }
+    }
+
+    #[test]
+    fn an_engine_embedder_reads_the_cache_and_runs_the_model_for_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cache = VectorCache::open(dir.path(), Arc::new(Constant)).unwrap();
+        cache.fill(&["seen"], false).unwrap();
+        // A vector only the cache can give: the model says [0, 1] for everything.
+        let file = std::fs::read(&cache.path).unwrap();
+        assert_eq!(file.len(), 32 + 8);
+        Arc::make_mut(&mut cache.vectors).insert(key("seen"), vec![1.0, 0.0]);
+        let embedder = cache.cached_embedder();
+        let got = embedder.embed(&["new", "seen", "new"]).unwrap();
+        assert_eq!(got, [vec![0.0, 1.0], vec![1.0, 0.0], vec![0.0, 1.0]]);
+        assert_eq!((embedder.dim(), embedder.name()), (2, "constant"));
     }
 }

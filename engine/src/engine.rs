@@ -217,7 +217,10 @@ impl Engine {
         Ok(Prepared { items, guarded })
     }
 
-    /// Embeds the prepared items that came without a vector.
+    /// Embeds the prepared items that came without a vector: the content,
+    /// and each of its sentences when it has several ([`crate::sentences`]),
+    /// in one call. An item with the caller's vector gets no sentence
+    /// vectors: its embeddings are the caller's to choose.
     pub(crate) async fn embed_missing(&self, mut prepared: Prepared) -> Result<Prepared> {
         let items = &mut prepared.items;
         let to_embed: Vec<usize> = items
@@ -226,10 +229,22 @@ impl Engine {
             .filter(|(_, m)| m.vector.is_none())
             .map(|(i, _)| i)
             .collect();
-        let texts = to_embed.iter().map(|i| items[*i].content.clone()).collect();
-        if let Some(vectors) = self.embed(texts).await? {
-            for (i, v) in to_embed.into_iter().zip(vectors) {
+        let mut texts: Vec<String> = to_embed.iter().map(|i| items[*i].content.clone()).collect();
+        // Where each item's sentences start in `texts`, and how many.
+        let mut spans = Vec::with_capacity(to_embed.len());
+        for &i in &to_embed {
+            let parts = crate::sentences::sentences(&items[i].content);
+            spans.push((texts.len(), parts.len()));
+            texts.extend(parts);
+        }
+        if let Some(mut vectors) = self.embed(texts).await? {
+            let mut sentence_vectors = vectors.split_off(to_embed.len());
+            // Taken from the back, so each split leaves the earlier items'.
+            for ((&i, v), &(start, n)) in to_embed.iter().zip(vectors).zip(&spans).rev() {
                 items[i].vector = Some(v);
+                let tail = sentence_vectors.split_off(start - to_embed.len());
+                prepared.guarded[i].sentences = tail;
+                debug_assert_eq!(prepared.guarded[i].sentences.len(), n);
             }
         }
         Ok(prepared)
@@ -306,6 +321,7 @@ impl Engine {
             quarantined,
             folded: validate::normalized_text(&m.content),
             content_sha256: content_sha256(&m.content),
+            sentences: Vec::new(),
         })
     }
 
@@ -364,7 +380,7 @@ impl Engine {
         // The id and title each item was stored under, by batch index.
         let mut stored: Vec<Option<(Uuid, Option<String>)>> = vec![None; items.len()];
         let mut batch_titles: HashSet<(String, String)> = HashSet::new();
-        for (((index, mut item), mut near), guard) in
+        for (((index, mut item), mut near), mut guard) in
             items.into_iter().enumerate().zip(store_near).zip(guarded)
         {
             let tenant = state.tenant(&item.tenant);
@@ -474,6 +490,7 @@ impl Engine {
                 expires_at_ms: item.expires_at.map(to_ms),
                 supersedes: superseded.map(|s| s.id.to_string()),
                 vector: item.vector.take(),
+                sentences: std::mem::take(&mut guard.sentences),
             }));
             record_placements.push(placements[index].take());
             let event = |op: &str, arg: String| {
@@ -847,6 +864,9 @@ struct Guarded {
     folded: String,
     /// For the audit log.
     content_sha256: String,
+    /// The content's sentence vectors ([`crate::sentences`]), when the
+    /// engine embedded the content itself.
+    sentences: Vec<Vec<f32>>,
 }
 
 /// Hex SHA-256 of stored content, for the audit log.

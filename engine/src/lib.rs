@@ -65,6 +65,7 @@ mod redact;
 mod review;
 mod score;
 mod screen;
+mod sentences;
 mod state;
 mod updates;
 mod validate;
@@ -91,6 +92,7 @@ pub use score::{
     usage_multiplier,
 };
 pub use screen::{DefaultScreen, Screen, ScreenMatch};
+pub use sentences::{MAX_SENTENCES, sentences};
 
 pub use recall_indexer::{
     AuditEntry, Durability, Embedder, FastEmbedder, HashEmbedder, IndexerError, ScanConfig,

@@ -353,18 +353,26 @@ impl RecallBuilder {
                 Ok((hits, attainable))
             },
             || {
+                // The memories nearest by their whole vector, and those with
+                // the nearest sentences (a memory's sentences may take
+                // several of these slots; the pool is filled from both).
                 query_vector
-                    .map(|q| tenant.vectors.nearest(q, pool, config.scan, eligible))
+                    .map(|q| {
+                        let mut near = tenant.vectors.nearest(q, pool, config.scan, eligible);
+                        near.extend(tenant.sentences.nearest(q, pool, config.scan, eligible));
+                        near
+                    })
                     .unwrap_or_default()
             },
         );
         let (lexical, attainable) = lexical?;
 
-        // index → (cosine, raw bm25)
-        let mut candidates: HashMap<usize, (Option<f32>, Option<f32>)> = nearest
-            .into_iter()
-            .map(|(i, cos)| (i, (Some(cos), None)))
-            .collect();
+        // index → (cosine of the whole vector, raw bm25); the sentences'
+        // cosines are taken below, for every candidate alike.
+        let mut candidates: HashMap<usize, (Option<f32>, Option<f32>)> = HashMap::new();
+        for (i, _) in nearest {
+            candidates.entry(i).or_insert((None, None));
+        }
         let mut taken = 0;
         for hit in lexical {
             let Some(&i) = tenant.by_seq.get(&hit.seq) else {
@@ -376,13 +384,18 @@ impl RecallBuilder {
             taken += 1;
             candidates.entry(i).or_insert((None, None)).1 = Some(hit.score);
         }
-        // A lexical-only candidate's vector half is its true cosine, not 0.
+        // Every candidate's vector half is its true cosine (a lexical-only
+        // one's too, not 0): the whole vector's, or its closest sentence's
+        // when that is closer.
+        let mut sentence_cosines: HashMap<usize, f32> = HashMap::new();
         if let Some(q) = query_vector {
             for (i, (cos, _)) in candidates.iter_mut() {
-                if cos.is_none()
-                    && let Some(row) = tenant.memories[*i].vector_row
-                {
+                if let Some(row) = tenant.memories[*i].vector_row {
                     *cos = tenant.vectors.row(row).map(|v| dot(v, q));
+                }
+                if let Some(sentence) = tenant.sentence_cosine(*i, q) {
+                    sentence_cosines.insert(*i, sentence);
+                    *cos = Some(cos.map_or(sentence, |c| c.max(sentence)));
                 }
             }
         }
@@ -434,6 +447,7 @@ impl RecallBuilder {
                     i,
                     Breakdown {
                         cosine,
+                        sentence_cosine: sentence_cosines.get(&i).copied(),
                         v: cosine.unwrap_or(0.0).max(0.0),
                         bm25,
                         b,

@@ -34,8 +34,12 @@ const DAY_MS: f64 = 86_400_000.0;
 /// Why a hit ranked where it did: every factor of the score (§4.9).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Breakdown {
-    /// Cosine to the query (None without vectors).
+    /// Cosine to the query (None without vectors): the larger of the whole
+    /// content's and [`Breakdown::sentence_cosine`].
     pub cosine: Option<f32>,
+    /// Cosine of the memory's closest sentence to the query, for a memory
+    /// whose sentences were embedded apart ([`crate::sentences`]).
+    pub sentence_cosine: Option<f32>,
     /// `max(0, cosine)`.
     pub v: f32,
     /// Raw BM25 score (None when BM25 did not return it).
@@ -68,15 +72,17 @@ impl Breakdown {
     ///
     /// ```
     /// # use recall::Breakdown;
-    /// let b = Breakdown { cosine: Some(0.7), v: 0.7, bm25: Some(5.0), b: 0.333, rel: 0.535,
+    /// let b = Breakdown { cosine: Some(0.7), sentence_cosine: None, v: 0.7, bm25: Some(5.0), b: 0.333, rel: 0.535,
     ///     kind_weight: 3.0, decay: 1.0, usage: 1.0, drift: 1.0, confidence: 1.0, update: 1.0,
     ///     updates: None, score: 1.605 };
     /// assert!(b.explain().starts_with("score 1.605"));
     /// ```
     pub fn explain(&self) -> String {
-        let cosine = self
-            .cosine
-            .map_or("none".to_string(), |c| format!("{c:.3}"));
+        let cosine = match (self.cosine, self.sentence_cosine) {
+            (Some(c), Some(s)) if s >= c => format!("{c:.3}, from its closest sentence"),
+            (Some(c), _) => format!("{c:.3}"),
+            (None, _) => "none".to_string(),
+        };
         let bm25 = self.bm25.map_or("none".to_string(), |s| format!("{s:.2}"));
         let update = match self.updates {
             Some(_) => format!(" × update {:.3}", self.update),

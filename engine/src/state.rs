@@ -101,6 +101,8 @@ pub(crate) struct MemoryState {
     pub(crate) sessions_dealt: HashSet<String>,
     pub(crate) sessions_cited: HashSet<String>,
     pub(crate) vector_row: Option<usize>,
+    /// Its rows in [`TenantState::sentences`] (empty: none).
+    pub(crate) sentence_rows: std::ops::Range<usize>,
     /// Titles referenced as `[[Title]]`.
     pub(crate) links: Vec<String>,
     /// Text folded for dedup when there are no vectors.
@@ -149,6 +151,9 @@ pub(crate) struct TenantState {
     /// Titles of active memories.
     pub(crate) titles: HashMap<String, usize>,
     pub(crate) vectors: VectorSet,
+    /// The sentence vectors of memories of several sentences
+    /// ([`crate::sentences`]), each row owned by its memory's index.
+    pub(crate) sentences: VectorSet,
     /// Element → when its code last changed (§6).
     pub(crate) drift: HashMap<String, i64>,
     /// Sessions that ended, with when: their `session:<id>` banks expire (§7).
@@ -168,11 +173,23 @@ impl TenantState {
             by_seq: HashMap::new(),
             titles: HashMap::new(),
             vectors: VectorSet::new(dim),
+            sentences: VectorSet::new(dim),
             drift: HashMap::new(),
             ended_sessions: HashMap::new(),
             bank_ids: HashMap::new(),
             without_vector: 0,
         }
+    }
+
+    /// The cosine of memory `i`'s closest sentence to the unit vector `query`
+    /// (None when it has no sentence vectors).
+    pub(crate) fn sentence_cosine(&self, i: usize, query: &[f32]) -> Option<f32> {
+        self.memories[i]
+            .sentence_rows
+            .clone()
+            .filter_map(|row| self.sentences.row(row))
+            .map(|v| v.iter().zip(query).map(|(a, b)| a * b).sum::<f32>())
+            .reduce(f32::max)
     }
 
     /// The interned id of `bank`, if any memory of the tenant is in it.
@@ -382,6 +399,13 @@ impl State {
             }
             _ => None,
         };
+        let first_sentence = tenant.sentences.len();
+        for v in std::mem::take(&mut row.sentences) {
+            if v.len() == dim {
+                tenant.sentences.push(index, &v);
+            }
+        }
+        let sentence_rows = first_sentence..tenant.sentences.len();
         if let Some(title) = &row.title {
             tenant.titles.insert(title.clone(), index);
         }
@@ -421,6 +445,7 @@ impl State {
             sessions_dealt: HashSet::new(),
             sessions_cited: HashSet::new(),
             vector_row,
+            sentence_rows,
             redactions: BTreeMap::new(),
             quarantine: None,
         });

@@ -81,6 +81,7 @@ mod tests {
     fn hit(score: f32) -> Breakdown {
         Breakdown {
             cosine: Some(score),
+            sentence_cosine: None,
             v: score,
             bm25: None,
             b: 0.0,

@@ -102,6 +102,108 @@ async fn semantic_recall_bridges_vocabulary_mismatch() {
     assert!(top.cosine.unwrap() > 0.4, "cosine {top:?}");
 }
 
+/// The cosine of `text` to `query` by the model alone.
+fn model_cosine(text: &str, query: &str) -> f32 {
+    let ModelSource::Custom(embedder) = model() else {
+        unreachable!("model() is a custom source")
+    };
+    let v = unit_embeddings(embedder.as_ref(), &[text, query]);
+    v[0].iter().zip(&v[1]).map(|(a, b)| a * b).sum()
+}
+
+fn unit_embeddings(embedder: &dyn recall::Embedder, texts: &[&str]) -> Vec<Vec<f32>> {
+    embedder
+        .embed(texts)
+        .unwrap()
+        .into_iter()
+        .map(|v| {
+            let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+            v.into_iter().map(|x| x / norm).collect()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_memory_is_found_by_its_closest_sentence_also_after_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let turn = "Before I forget, my new manager, Marcus, wants weekly one-on-ones. \
+                How should I prepare for a job interview in marketing?";
+    let query = "Who is my current boss?";
+    let whole = model_cosine(turn, query);
+    let sentence = model_cosine(
+        "Before I forget, my new manager, Marcus, wants weekly one-on-ones.",
+        query,
+    );
+    // The blur this guards against: the request dilutes the statement.
+    assert!(
+        sentence > whole + 0.05,
+        "sentence {sentence}, whole {whole}"
+    );
+    let check = |result: recall::RecallResult| {
+        let hit = result
+            .hits
+            .iter()
+            .find(|h| h.memory.content == turn)
+            .unwrap_or_else(|| panic!("{result:#?}"));
+        let b = &hit.breakdown;
+        let got = b.sentence_cosine.unwrap();
+        assert!((got - sentence).abs() < 1e-4, "{b:?} against {sentence}");
+        assert_eq!(b.cosine, Some(got));
+        assert!(
+            b.explain().contains("from its closest sentence"),
+            "{}",
+            b.explain()
+        );
+    };
+    {
+        let engine = open(dir.path()).await;
+        seed_engineering(&engine).await;
+        engine.remember(note(Kind::Episode, turn)).await.unwrap();
+        // A one-sentence memory gets no sentence vectors.
+        let r = engine
+            .recall(TENANT, "rate limiting")
+            .read([BANK])
+            .execute()
+            .await
+            .unwrap();
+        assert!(
+            r.hits.iter().all(|h| h.breakdown.sentence_cosine.is_none()),
+            "{r:#?}"
+        );
+        check(
+            engine
+                .recall(TENANT, query)
+                .read([BANK])
+                .execute()
+                .await
+                .unwrap(),
+        );
+        // Replayed from the log at the next open.
+    }
+    {
+        let engine = open(dir.path()).await;
+        check(
+            engine
+                .recall(TENANT, query)
+                .read([BANK])
+                .execute()
+                .await
+                .unwrap(),
+        );
+        engine.flush().await.unwrap();
+    }
+    // Read back from the tables once the log is flushed.
+    let engine = open(dir.path()).await;
+    check(
+        engine
+            .recall(TENANT, query)
+            .read([BANK])
+            .execute()
+            .await
+            .unwrap(),
+    );
+}
+
 #[tokio::test]
 async fn lexical_stage_finds_a_rare_identifier_the_vector_ranks_low() {
     let dir = tempfile::tempdir().unwrap();

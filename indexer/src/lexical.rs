@@ -744,6 +744,7 @@ mod tests {
             expires_at_ms: None,
             supersedes: None,
             vector: None,
+            sentences: Vec::new(),
         }
     }
 

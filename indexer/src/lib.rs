@@ -27,7 +27,7 @@
 //!     elements: vec![], source: "explicit".into(), trust: "user".into(),
 //!     agent: None, session_id: None, confidence: 1.0, observed_at_ms: 0,
 //!     created_at_ms: 0, expires_at_ms: None, supersedes: None,
-//!     vector: Some(vec![1.0, 0.0, 0.0, 0.0]),
+//!     vector: Some(vec![1.0, 0.0, 0.0, 0.0]), sentences: vec![],
 //! };
 //! store.append(vec![Record::Memory(row)]).await?;
 //! let hits = store.lexical().search("acme", &["org"], "deploy", 10)?;

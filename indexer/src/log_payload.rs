@@ -159,6 +159,12 @@ mod tests {
             expires_at_ms: None,
             supersedes: None,
             vector,
+            // Sentence vectors travel in the JSON, as hex.
+            sentences: if seq.is_multiple_of(8) {
+                vec![vec![0.25; 4], vec![-1.0, 0.0, 0.5, f32::MIN_POSITIVE]]
+            } else {
+                Vec::new()
+            },
         })
     }
 

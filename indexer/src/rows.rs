@@ -49,6 +49,13 @@ pub struct MemoryRow {
     /// The content's embedding, when an embedder was configured.
     #[serde(with = "wire::optional")]
     pub vector: Option<Vec<f32>>,
+    /// One embedding per sentence of a content of several sentences (the
+    /// engine's recall scores a memory by the closest of these and
+    /// [`MemoryRow::vector`]); empty for a one-sentence content, a memory
+    /// written without an embedder or with a caller's own vector, and
+    /// memories written before sentences were embedded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty", with = "wire::list")]
+    pub sentences: Vec<Vec<f32>>,
 }
 
 /// A change to an existing memory, appended to the `events` table.
@@ -205,6 +212,28 @@ mod wire {
             d: D,
         ) -> Result<Option<Vec<f32>>, D::Error> {
             Option::<Encoded>::deserialize(d)?.map(decode).transpose()
+        }
+    }
+
+    pub(super) mod list {
+        use super::*;
+
+        pub(crate) fn serialize<S: Serializer>(v: &[Vec<f32>], s: S) -> Result<S::Ok, S::Error> {
+            let hex: Vec<Vec<u8>> = v.iter().map(|v| to_hex(v)).collect();
+            let strs = hex
+                .iter()
+                .map(|h| hex_str::<S::Error>(h))
+                .collect::<Result<Vec<&str>, S::Error>>()?;
+            strs.serialize(s)
+        }
+
+        pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+            d: D,
+        ) -> Result<Vec<Vec<f32>>, D::Error> {
+            Vec::<Encoded>::deserialize(d)?
+                .into_iter()
+                .map(decode)
+                .collect()
         }
     }
 

@@ -8,15 +8,15 @@ use arrow_array::builder::{ListBuilder, StringBuilder};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float32Type, Int64Type, UInt64Type};
 use arrow_array::{
-    Array, ArrayRef, FixedSizeListArray, Float32Array, Int64Array, RecordBatch, StringArray,
-    UInt64Array,
+    Array, ArrayRef, BinaryArray, FixedSizeListArray, Float32Array, Int64Array, RecordBatch,
+    StringArray, UInt64Array,
 };
 use arrow_buffer::NullBuffer;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use futures::TryStreamExt;
 use lancedb::query::{ExecutableQuery, QueryBase, Select};
 use lancedb::table::optimize::{CompactionMode, CompactionOptions, Duration};
-use lancedb::table::{NaNVectorBehavior, OptimizeAction};
+use lancedb::table::{NaNVectorBehavior, NewColumnTransform, OptimizeAction};
 use lancedb::{Connection, Table};
 
 use crate::erase::{EraseSelector, id_list, literal};
@@ -26,6 +26,9 @@ use crate::rows::{EventRow, MemoryRow, Record, VectorRow};
 const MEMORIES: &str = "memories";
 const EVENTS: &str = "events";
 const VECTORS: &str = "vectors";
+/// The memories table's column of sentence vectors (added after the first
+/// release: a table without it gets it, all null, when opened).
+const SENTENCES: &str = "sentences";
 /// Rows of a fragment that compaction leaves alone (see [`Tables::compact`]).
 pub(crate) const COMPACTED_FRAGMENT_ROWS: usize = 65_536;
 
@@ -62,7 +65,16 @@ fn memory_schema(dim: usize) -> SchemaRef {
         Field::new("expires_at_ms", DataType::Int64, true),
         Field::new("supersedes", DataType::Utf8, true),
         vector_field(dim),
+        sentences_field(),
     ]))
+}
+
+/// The sentence vectors of a memory ([`MemoryRow::sentences`]) as one
+/// binary value: the vectors' little-endian `f32`s end to end, null when
+/// there are none. A list of fixed-size lists would say the same at more
+/// cost per row; the width is the vector column's.
+fn sentences_field() -> Field {
+    Field::new(SENTENCES, DataType::Binary, true)
 }
 
 fn vector_field(dim: usize) -> Field {
@@ -117,6 +129,17 @@ impl Tables {
                     format!("vector column is {other:?}, expected {dim} floats"),
                 ));
             }
+        }
+        if schema.field_with_name(SENTENCES).is_err() {
+            tracing::info!("adding the sentence-vector column to the memories table");
+            memories
+                .add_columns()
+                .transform(NewColumnTransform::AllNulls(Arc::new(Schema::new(vec![
+                    sentences_field(),
+                ]))))
+                .execute()
+                .await
+                .map_err(IndexerError::lance(MEMORIES))?;
         }
         Ok(Tables {
             memories,
@@ -454,7 +477,22 @@ fn memories_to_batch(rows: &[&MemoryRow], dim: usize) -> Result<RecordBatch> {
         if let Some(v) = &row.vector {
             check_width(v, dim)?;
         }
+        for v in &row.sentences {
+            check_width(v, dim)?;
+        }
     }
+    let sentences: BinaryArray = rows
+        .iter()
+        .map(|r| {
+            (!r.sentences.is_empty()).then(|| {
+                r.sentences
+                    .iter()
+                    .flatten()
+                    .flat_map(|x| x.to_le_bytes())
+                    .collect::<Vec<u8>>()
+            })
+        })
+        .collect();
     let vectors = vector_array(rows.iter().map(|r| r.vector.as_deref()), rows.len(), dim)?;
     let columns: Vec<ArrayRef> = vec![
         Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.seq))),
@@ -481,6 +519,7 @@ fn memories_to_batch(rows: &[&MemoryRow], dim: usize) -> Result<RecordBatch> {
         Arc::new(rows.iter().map(|r| r.expires_at_ms).collect::<Int64Array>()),
         opt_text(|r| r.supersedes.as_deref()),
         Arc::new(vectors),
+        Arc::new(sentences),
     ];
     RecordBatch::try_new(memory_schema(dim), columns)
         .map_err(|e| IndexerError::corrupt("memory batch", e.to_string()))
@@ -568,6 +607,31 @@ fn vector_at(vectors: &FixedSizeListArray, i: usize, c: &Columns<'_>) -> Result<
     Ok(Some(values.values().to_vec()))
 }
 
+/// The sentence vectors in row `i` of the binary sentence column (none
+/// when null); a value that is not whole vectors is damage.
+fn sentences_at(
+    sentences: &BinaryArray,
+    i: usize,
+    dim: usize,
+    c: &Columns<'_>,
+) -> Result<Vec<Vec<f32>>> {
+    if !sentences.is_valid(i) || dim == 0 {
+        return Ok(Vec::new());
+    }
+    let bytes = sentences.value(i);
+    if !bytes.len().is_multiple_of(4 * dim) {
+        return Err(c.wrong(SENTENCES));
+    }
+    Ok(bytes
+        .chunks_exact(4 * dim)
+        .map(|v| {
+            v.chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect()
+        })
+        .collect())
+}
+
 fn opt_str(array: &StringArray, i: usize) -> Option<String> {
     array.is_valid(i).then(|| array.value(i).to_string())
 }
@@ -609,12 +673,18 @@ fn batch_to_memories(batch: &RecordBatch, out: &mut Vec<MemoryRow>) -> Result<()
         .get("vector")?
         .as_fixed_size_list_opt()
         .ok_or_else(|| c.wrong("vector"))?;
+    let dim = vectors.value_length() as usize;
+    let sentences = c
+        .get(SENTENCES)?
+        .as_binary_opt::<i32>()
+        .ok_or_else(|| c.wrong(SENTENCES))?;
     for i in 0..batch.num_rows() {
         let element_values = elements.value(i);
         let element_values = element_values
             .as_string_opt::<i32>()
             .ok_or_else(|| c.wrong("elements"))?;
         let vector = vector_at(vectors, i, &c)?;
+        let sentences = sentences_at(sentences, i, dim, &c)?;
         out.push(MemoryRow {
             seq: seq.value(i),
             id: id.value(i).to_string(),
@@ -638,6 +708,7 @@ fn batch_to_memories(batch: &RecordBatch, out: &mut Vec<MemoryRow>) -> Result<()
             expires_at_ms: expires.is_valid(i).then(|| expires.value(i)),
             supersedes: opt_str(supersedes, i),
             vector,
+            sentences,
         });
     }
     Ok(())
@@ -667,4 +738,72 @@ fn batch_to_events(batch: &RecordBatch, out: &mut Vec<EventRow>) -> Result<()> {
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(seq: u64, sentences: Vec<Vec<f32>>) -> MemoryRow {
+        MemoryRow {
+            seq,
+            id: format!("m{seq}"),
+            tenant: "acme".into(),
+            bank: "org".into(),
+            kind: "note".into(),
+            title: None,
+            content: "Deploys run at noon. Freezes start on Fridays.".into(),
+            elements: vec![],
+            source: "explicit".into(),
+            trust: "user".into(),
+            agent: None,
+            session_id: None,
+            confidence: 1.0,
+            observed_at_ms: 0,
+            created_at_ms: 0,
+            expires_at_ms: None,
+            supersedes: None,
+            vector: Some(vec![1.0, 0.0, 0.0]),
+            sentences,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_table_from_before_sentence_vectors_gets_the_column_and_keeps_its_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let uri = dir.path().to_str().unwrap();
+        {
+            // The memories table as the first release wrote it: no sentence column.
+            let db = lancedb::connect(uri).execute().await.unwrap();
+            let batch = memories_to_batch(&[&row(1, vec![])], 3).unwrap();
+            let old_width = batch.num_columns() - 1;
+            let old = batch.project(&(0..old_width).collect::<Vec<_>>()).unwrap();
+            db.create_table(MEMORIES, old).execute().await.unwrap();
+        }
+        let tables = Tables::open(uri, 3).await.unwrap();
+        let sentences = vec![vec![0.0, 1.0, 0.0], vec![0.0, 0.6, 0.8]];
+        tables
+            .append(&[Record::Memory(row(2, sentences.clone()))])
+            .await
+            .unwrap();
+        let rows = tables.load_memories().await.unwrap();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0], row(1, vec![]));
+        assert_eq!(rows[1], row(2, sentences));
+        drop(tables);
+        // Reopening finds the column and adds nothing.
+        let rows = Tables::open(uri, 3)
+            .await
+            .unwrap()
+            .load_memories()
+            .await
+            .unwrap();
+        assert_eq!(rows.len(), 2);
+    }
+
+    #[test]
+    fn sentence_vectors_of_the_wrong_width_are_refused() {
+        let bad = row(1, vec![vec![1.0, 0.0]]);
+        assert!(memories_to_batch(&[&bad], 3).is_err());
+    }
 }
