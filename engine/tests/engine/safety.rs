@@ -329,7 +329,7 @@ async fn erase_removes_every_byte_of_a_memory_a_bank_and_a_tenant() {
         &engine,
         "acme",
         "user:ann",
-        "Ann keeps her spare house key under the blue heron statue",
+        "Ann keeps her spare house key under the blue heron statue. The alarm code is on a note in the shed.",
     )
     .await;
     let ann2 = plant(
@@ -398,14 +398,24 @@ async fn erase_removes_every_byte_of_a_memory_a_bank_and_a_tenant() {
     .await;
     assert_kept(dir.path(), &[&ann1, &ann2, &ann3, &bob1, &org1, &other]);
 
-    // One memory: its text and its vector.
+    // One memory: its text, its vector and its sentences' vectors.
     let embedder = engine.embedder().unwrap().clone();
     let ann1_vector = vector_bytes(
         &recall_indexer::embed_checked(embedder.as_ref(), &[ann1.text.as_str()]).unwrap()[0],
     );
+    let ann1_sentences = recall::sentences(&ann1.text);
+    assert_eq!(ann1_sentences.len(), 2);
+    let ann1_sentence_vector = vector_bytes(
+        &recall_indexer::embed_checked(embedder.as_ref(), &[ann1_sentences[1].as_str()]).unwrap()
+            [0],
+    );
     assert!(
         !holders(&files(dir.path()), &ann1_vector).is_empty(),
         "control: the vector is on disk"
+    );
+    assert!(
+        !holders(&files(dir.path()), &ann1_sentence_vector).is_empty(),
+        "control: the sentence vector is on disk"
     );
     let erased = engine
         .erase("acme", EraseScope::Memory(ann1.id), "dpo@acme")
@@ -416,6 +426,10 @@ async fn erase_removes_every_byte_of_a_memory_a_bank_and_a_tenant() {
     assert!(
         holders(&files(dir.path()), &ann1_vector).is_empty(),
         "the vector is gone"
+    );
+    assert!(
+        holders(&files(dir.path()), &ann1_sentence_vector).is_empty(),
+        "the sentence vector is gone"
     );
     assert_kept(dir.path(), &[&ann2, &ann3, &ann4, &bob1, &org1, &other]);
 
