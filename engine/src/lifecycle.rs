@@ -290,20 +290,33 @@ impl Engine {
             if batch.is_empty() {
                 break;
             }
-            let texts = batch.iter().map(|(_, _, text)| text.clone()).collect();
-            let Some(vectors) = self.embed(texts).await? else {
+            // Each content, then every content's sentences, as a write embeds them.
+            let mut texts: Vec<String> = batch.iter().map(|(_, _, text)| text.clone()).collect();
+            let counts: Vec<usize> = batch
+                .iter()
+                .map(|(_, _, text)| {
+                    let parts = crate::sentences::sentences(text);
+                    let n = parts.len();
+                    texts.extend(parts);
+                    n
+                })
+                .collect();
+            let Some(mut vectors) = self.embed(texts).await? else {
                 break;
             };
+            let mut sentences = vectors.split_off(batch.len()).into_iter();
             let records = batch
                 .iter()
                 .zip(vectors)
-                .map(|((tenant, id, _), vector)| {
+                .zip(counts)
+                .map(|(((tenant, id, _), vector), n)| {
                     attempted.insert(*id);
                     Record::Vector(VectorRow {
                         seq: 0,
                         tenant: tenant.clone(),
                         memory_id: id.to_string(),
                         vector,
+                        sentences: sentences.by_ref().take(n).collect(),
                     })
                 })
                 .collect::<Vec<_>>();

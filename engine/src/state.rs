@@ -464,6 +464,11 @@ impl State {
         if tenant.memories[index].vector_row.is_none() && row.vector.len() == self.dim {
             tenant.vectors.push(index, &row.vector);
             tenant.memories[index].vector_row = Some(tenant.vectors.len() - 1);
+            let first_sentence = tenant.sentences.len();
+            for v in row.sentences.iter().filter(|v| v.len() == self.dim) {
+                tenant.sentences.push(index, v);
+            }
+            tenant.memories[index].sentence_rows = first_sentence..tenant.sentences.len();
             tenant.without_vector = tenant.without_vector.saturating_sub(1);
         }
     }

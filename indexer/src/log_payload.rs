@@ -186,6 +186,7 @@ mod tests {
                     tenant: "acme".into(),
                     memory_id: "m1".into(),
                     vector: vec![0.5; 3],
+                    sentences: vec![vec![0.5; 3], vec![-0.5; 3]],
                 }),
             })
             .collect()

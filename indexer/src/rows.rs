@@ -52,8 +52,9 @@ pub struct MemoryRow {
     /// One embedding per sentence of a content of several sentences (the
     /// engine's recall scores a memory by the closest of these and
     /// [`MemoryRow::vector`]); empty for a one-sentence content, a memory
-    /// written without an embedder or with a caller's own vector, and
-    /// memories written before sentences were embedded.
+    /// written without an embedder (its backfilled [`VectorRow`] carries
+    /// them) or with a caller's own vector, and memories written before
+    /// sentences were embedded.
     #[serde(default, skip_serializing_if = "Vec::is_empty", with = "wire::list")]
     pub sentences: Vec<Vec<f32>>,
 }
@@ -88,6 +89,9 @@ pub struct VectorRow {
     /// The embedding.
     #[serde(with = "wire::required")]
     pub vector: Vec<f32>,
+    /// The sentence vectors, as [`MemoryRow::sentences`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty", with = "wire::list")]
+    pub sentences: Vec<Vec<f32>>,
 }
 
 /// One durable write: a new memory, an event, or a backfilled vector.
@@ -248,6 +252,7 @@ mod wire {
                 tenant: "acme".into(),
                 memory_id: "m".into(),
                 vector: vec![0.1, -2.5e-8, f32::MIN_POSITIVE, 1.0],
+                sentences: vec![vec![0.25, 0.5, 0.0, -1.0]],
             };
             let json = serde_json::to_string(&row).unwrap();
             assert!(json.contains("cdcccc3d"), "hex of 0.1f32 LE: {json}");
@@ -256,6 +261,12 @@ mod wire {
             assert_eq!(
                 serde_json::from_str::<VectorRow>(old).unwrap().vector,
                 vec![0.5, 1.0]
+            );
+            assert!(
+                serde_json::from_str::<VectorRow>(old)
+                    .unwrap()
+                    .sentences
+                    .is_empty()
             );
             let bad = r#"{"seq":7,"tenant":"acme","memory_id":"m","vector":"zz"}"#;
             assert!(serde_json::from_str::<VectorRow>(bad).is_err());

@@ -26,8 +26,8 @@ use crate::rows::{EventRow, MemoryRow, Record, VectorRow};
 const MEMORIES: &str = "memories";
 const EVENTS: &str = "events";
 const VECTORS: &str = "vectors";
-/// The memories table's column of sentence vectors (added after the first
-/// release: a table without it gets it, all null, when opened).
+/// The memories and vectors tables' column of sentence vectors (added after
+/// the first release: a table without it gets it, all null, when opened).
 const SENTENCES: &str = "sentences";
 /// Rows of a fragment that compaction leaves alone (see [`Tables::compact`]).
 pub(crate) const COMPACTED_FRAGMENT_ROWS: usize = 65_536;
@@ -88,6 +88,7 @@ fn vector_schema(dim: usize) -> SchemaRef {
         Field::new("tenant", DataType::Utf8, false),
         Field::new("memory_id", DataType::Utf8, false),
         vector_field(dim),
+        sentences_field(),
     ]))
 }
 
@@ -130,17 +131,8 @@ impl Tables {
                 ));
             }
         }
-        if schema.field_with_name(SENTENCES).is_err() {
-            tracing::info!("adding the sentence-vector column to the memories table");
-            memories
-                .add_columns()
-                .transform(NewColumnTransform::AllNulls(Arc::new(Schema::new(vec![
-                    sentences_field(),
-                ]))))
-                .execute()
-                .await
-                .map_err(IndexerError::lance(MEMORIES))?;
-        }
+        add_sentences_column(&memories, MEMORIES).await?;
+        add_sentences_column(&vectors, VECTORS).await?;
         Ok(Tables {
             memories,
             events,
@@ -199,6 +191,9 @@ impl Tables {
         }
         for row in rows {
             check_width(&row.vector, self.dim)?;
+            for v in &row.sentences {
+                check_width(v, self.dim)?;
+            }
         }
         let vectors = vector_array(
             rows.iter().map(|r| Some(r.vector.as_slice())),
@@ -214,6 +209,7 @@ impl Tables {
                 rows.iter().map(|r| r.memory_id.as_str()),
             )),
             Arc::new(vectors),
+            Arc::new(sentences_array(rows.iter().map(|r| &r.sentences))),
         ];
         let batch = RecordBatch::try_new(vector_schema(self.dim), columns)
             .map_err(|e| IndexerError::corrupt("vector batch", e.to_string()))?;
@@ -239,6 +235,10 @@ impl Tables {
                 .get("vector")?
                 .as_fixed_size_list_opt()
                 .ok_or_else(|| c.wrong("vector"))?;
+            let sentences = c
+                .get(SENTENCES)?
+                .as_binary_opt::<i32>()
+                .ok_or_else(|| c.wrong(SENTENCES))?;
             for i in 0..batch.num_rows() {
                 let Some(vector) = vector_at(vectors, i, &c)? else {
                     continue;
@@ -248,6 +248,7 @@ impl Tables {
                     tenant: tenant.value(i).to_string(),
                     memory_id: memory_id.value(i).to_string(),
                     vector,
+                    sentences: sentences_at(sentences, i, self.dim, &c)?,
                 });
             }
         }
@@ -414,6 +415,38 @@ impl Tables {
     }
 }
 
+/// Gives a table from before sentence vectors its (all null) sentence column.
+async fn add_sentences_column(table: &Table, name: &'static str) -> Result<()> {
+    let schema = table.schema().await.map_err(IndexerError::lance(name))?;
+    if schema.field_with_name(SENTENCES).is_ok() {
+        return Ok(());
+    }
+    tracing::info!(table = name, "adding the sentence-vector column");
+    table
+        .add_columns()
+        .transform(NewColumnTransform::AllNulls(Arc::new(Schema::new(vec![
+            sentences_field(),
+        ]))))
+        .execute()
+        .await
+        .map_err(IndexerError::lance(name))?;
+    Ok(())
+}
+
+/// The sentence column of a batch: each row's vectors end to end, null for none.
+fn sentences_array<'a>(rows: impl Iterator<Item = &'a Vec<Vec<f32>>>) -> BinaryArray {
+    rows.map(|sentences| {
+        (!sentences.is_empty()).then(|| {
+            sentences
+                .iter()
+                .flatten()
+                .flat_map(|x| x.to_le_bytes())
+                .collect::<Vec<u8>>()
+        })
+    })
+    .collect()
+}
+
 async fn open_or_create(db: &Connection, name: &str, schema: SchemaRef) -> Result<Table> {
     match db.open_table(name).execute().await {
         Ok(table) => Ok(table),
@@ -481,18 +514,7 @@ fn memories_to_batch(rows: &[&MemoryRow], dim: usize) -> Result<RecordBatch> {
             check_width(v, dim)?;
         }
     }
-    let sentences: BinaryArray = rows
-        .iter()
-        .map(|r| {
-            (!r.sentences.is_empty()).then(|| {
-                r.sentences
-                    .iter()
-                    .flatten()
-                    .flat_map(|x| x.to_le_bytes())
-                    .collect::<Vec<u8>>()
-            })
-        })
-        .collect();
+    let sentences = sentences_array(rows.iter().map(|r| &r.sentences));
     let vectors = vector_array(rows.iter().map(|r| r.vector.as_deref()), rows.len(), dim)?;
     let columns: Vec<ArrayRef> = vec![
         Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.seq))),
@@ -772,33 +794,55 @@ mod tests {
     async fn a_table_from_before_sentence_vectors_gets_the_column_and_keeps_its_rows() {
         let dir = tempfile::tempdir().unwrap();
         let uri = dir.path().to_str().unwrap();
+        let backfilled = |seq: u64, sentences: Vec<Vec<f32>>| VectorRow {
+            seq,
+            tenant: "acme".into(),
+            memory_id: format!("m{seq}"),
+            vector: vec![0.0, 0.0, 1.0],
+            sentences,
+        };
         {
-            // The memories table as the first release wrote it: no sentence column.
+            // The tables as the first release wrote them: no sentence column.
             let db = lancedb::connect(uri).execute().await.unwrap();
-            let batch = memories_to_batch(&[&row(1, vec![])], 3).unwrap();
-            let old_width = batch.num_columns() - 1;
-            let old = batch.project(&(0..old_width).collect::<Vec<_>>()).unwrap();
-            db.create_table(MEMORIES, old).execute().await.unwrap();
+            let without_last = |batch: RecordBatch| {
+                let old_width = batch.num_columns() - 1;
+                batch.project(&(0..old_width).collect::<Vec<_>>()).unwrap()
+            };
+            let memories = memories_to_batch(&[&row(1, vec![])], 3).unwrap();
+            db.create_table(MEMORIES, without_last(memories))
+                .execute()
+                .await
+                .unwrap();
+            let scratch = dir.path().join("scratch");
+            let other = Tables::open(scratch.to_str().unwrap(), 3).await.unwrap();
+            other
+                .append(&[Record::Vector(backfilled(3, vec![]))])
+                .await
+                .unwrap();
+            let vectors = scan(&other.vectors, VECTORS).await.unwrap().remove(0);
+            db.create_table(VECTORS, without_last(vectors))
+                .execute()
+                .await
+                .unwrap();
         }
         let tables = Tables::open(uri, 3).await.unwrap();
         let sentences = vec![vec![0.0, 1.0, 0.0], vec![0.0, 0.6, 0.8]];
         tables
-            .append(&[Record::Memory(row(2, sentences.clone()))])
+            .append(&[
+                Record::Memory(row(2, sentences.clone())),
+                Record::Vector(backfilled(4, sentences.clone())),
+            ])
             .await
             .unwrap();
         let rows = tables.load_memories().await.unwrap();
-        assert_eq!(rows.len(), 2);
-        assert_eq!(rows[0], row(1, vec![]));
-        assert_eq!(rows[1], row(2, sentences));
+        assert_eq!(rows, [row(1, vec![]), row(2, sentences.clone())]);
+        let vectors = tables.load_vectors().await.unwrap();
+        assert_eq!(vectors, [backfilled(3, vec![]), backfilled(4, sentences)]);
         drop(tables);
-        // Reopening finds the column and adds nothing.
-        let rows = Tables::open(uri, 3)
-            .await
-            .unwrap()
-            .load_memories()
-            .await
-            .unwrap();
-        assert_eq!(rows.len(), 2);
+        // Reopening finds the columns and adds nothing.
+        let tables = Tables::open(uri, 3).await.unwrap();
+        assert_eq!(tables.load_memories().await.unwrap().len(), 2);
+        assert_eq!(tables.load_vectors().await.unwrap().len(), 2);
     }
 
     #[test]

@@ -563,11 +563,30 @@ async fn a_store_written_without_a_model_is_backfilled_and_then_semantic() {
             .await
             .unwrap();
         super::seed_engineering(&engine).await;
-        assert_eq!(engine.status().await.unwrap().without_vector, 15);
+        engine
+            .remember(NewMemory::new(TENANT, BANK, Kind::Episode, TWO_SENTENCES))
+            .await
+            .unwrap();
+        assert_eq!(engine.status().await.unwrap().without_vector, 16);
     }
     let engine = open(dir.path()).await;
     engine.backfill().await.unwrap();
     assert_eq!(engine.status().await.unwrap().without_vector, 0);
+    // The backfill embeds sentences as a write does.
+    let by_sentence = |result: recall::RecallResult| {
+        result
+            .hits
+            .iter()
+            .find(|h| h.memory.content == TWO_SENTENCES)
+            .and_then(|h| h.breakdown.sentence_cosine)
+    };
+    let boss = || {
+        engine
+            .recall(TENANT, "Who is my current boss?")
+            .read([BANK])
+            .execute()
+    };
+    assert!(by_sentence(boss().await.unwrap()).is_some());
     let result = engine
         .recall(TENANT, "How do I throttle API requests?")
         .read([BANK])
@@ -586,4 +605,14 @@ async fn a_store_written_without_a_model_is_backfilled_and_then_semantic() {
         0,
         "backfilled vectors are durable"
     );
+    let result = engine
+        .recall(TENANT, "Who is my current boss?")
+        .read([BANK])
+        .execute()
+        .await
+        .unwrap();
+    assert!(by_sentence(result).is_some(), "and so are their sentences'");
 }
+
+const TWO_SENTENCES: &str =
+    "My new manager, Marcus, wants weekly one-on-ones. How should I prepare for an interview?";
