@@ -139,7 +139,14 @@ async fn a_memory_is_found_by_its_closest_sentence_also_after_a_reopen() {
         sentence > whole + 0.05,
         "sentence {sentence}, whole {whole}"
     );
-    let check = |result: recall::RecallResult| {
+    // The memory is served with its first sentence's cosine.
+    let check = async |engine: &Engine| {
+        let result = engine
+            .recall(TENANT, query)
+            .read([BANK])
+            .execute()
+            .await
+            .unwrap();
         let hit = result
             .hits
             .iter()
@@ -170,38 +177,15 @@ async fn a_memory_is_found_by_its_closest_sentence_also_after_a_reopen() {
             r.hits.iter().all(|h| h.breakdown.sentence_cosine.is_none()),
             "{r:#?}"
         );
-        check(
-            engine
-                .recall(TENANT, query)
-                .read([BANK])
-                .execute()
-                .await
-                .unwrap(),
-        );
-        // Replayed from the log at the next open.
+        check(&engine).await;
     }
-    {
-        let engine = open(dir.path()).await;
-        check(
-            engine
-                .recall(TENANT, query)
-                .read([BANK])
-                .execute()
-                .await
-                .unwrap(),
-        );
-        engine.flush().await.unwrap();
-    }
-    // Read back from the tables once the log is flushed.
+    // Replayed from the log at the next open.
     let engine = open(dir.path()).await;
-    check(
-        engine
-            .recall(TENANT, query)
-            .read([BANK])
-            .execute()
-            .await
-            .unwrap(),
-    );
+    check(&engine).await;
+    engine.flush().await.unwrap();
+    drop(engine);
+    // Read back from the tables once the log is flushed.
+    check(&open(dir.path()).await).await;
 }
 
 #[tokio::test]
