@@ -358,19 +358,24 @@ impl RecallBuilder {
                 // several of these slots; the pool is filled from both).
                 query_vector
                     .map(|q| {
-                        let mut near = tenant.vectors.nearest(q, pool, config.scan, eligible);
-                        near.extend(tenant.sentences.nearest(q, pool, config.scan, eligible));
-                        near
+                        (
+                            tenant.vectors.nearest(q, pool, config.scan, eligible),
+                            tenant.sentences.nearest(q, pool, config.scan, eligible),
+                        )
                     })
                     .unwrap_or_default()
             },
         );
         let (lexical, attainable) = lexical?;
+        let (nearest, nearest_sentences) = nearest;
 
         // index → (cosine of the whole vector, raw bm25); the sentences'
         // cosines are taken below, for every candidate alike.
-        let mut candidates: HashMap<usize, (Option<f32>, Option<f32>)> = HashMap::new();
-        for (i, _) in nearest {
+        let mut candidates: HashMap<usize, (Option<f32>, Option<f32>)> = nearest
+            .into_iter()
+            .map(|(i, cos)| (i, (Some(cos), None)))
+            .collect();
+        for (i, _) in nearest_sentences {
             candidates.entry(i).or_insert((None, None));
         }
         let mut taken = 0;
@@ -390,7 +395,9 @@ impl RecallBuilder {
         let mut sentence_cosines: HashMap<usize, f32> = HashMap::new();
         if let Some(q) = query_vector {
             for (i, (cos, _)) in candidates.iter_mut() {
-                if let Some(row) = tenant.memories[*i].vector_row {
+                if cos.is_none()
+                    && let Some(row) = tenant.memories[*i].vector_row
+                {
                     *cos = tenant.vectors.row(row).map(|v| dot(v, q));
                 }
                 if let Some(sentence) = tenant.sentence_cosine(*i, q) {
