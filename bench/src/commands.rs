@@ -188,9 +188,22 @@ pub struct SweepArgs {
     /// Candidate pools (each stage).
     #[arg(long, value_delimiter = ',', default_value = "25,50,100,200")]
     pub pool: Vec<usize>,
-    /// Newer-version lift cut-offs (mutual cosine), `off` for none.
-    #[arg(long, value_delimiter = ',', default_value = "0.3,0.4,0.5,0.6,0.7,off")]
+    /// Newer-version lift cut-offs (cosine of the two memories' vectors
+    /// closest to the query), `off` for none.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "0.2,0.25,0.3,0.4,0.5,off"
+    )]
     pub update_similarity: Vec<String>,
+    /// Cosine to a third top hit at which a pair of episodes (or notes …)
+    /// no longer stands apart and is not lifted; `off`: such pairs never are.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "0.4,0.45,0.5,0.55,0.6,off"
+    )]
+    pub update_isolation: Vec<String>,
     /// Every combination instead of one parameter at a time around the defaults.
     #[arg(long)]
     pub full: bool,
@@ -552,6 +565,7 @@ struct Point {
     min_hit_relevance: f32,
     pool: usize,
     update_similarity: Option<f32>,
+    update_isolation: Option<f32>,
 }
 
 impl Point {
@@ -567,12 +581,13 @@ impl Point {
             min_hit_relevance: d.min_hit_relevance,
             pool: d.candidate_pool,
             update_similarity: d.update_similarity,
+            update_isolation: d.update_isolation,
         }
     }
 
     fn name(&self) -> String {
         format!(
-            "w{}/{}/hl{}/floor{}/cos{}/min{}/hit{}/pool{}/upd{}",
+            "w{}/{}/hl{}/floor{}/cos{}/min{}/hit{}/pool{}/upd{}/apart{}",
             self.vector_weight,
             bm25_label(self.bm25),
             self.half_life,
@@ -581,7 +596,8 @@ impl Point {
             self.min_relevance,
             self.min_hit_relevance,
             self.pool,
-            update_label(self.update_similarity)
+            update_label(self.update_similarity),
+            update_label(self.update_isolation)
         )
     }
 
@@ -599,6 +615,7 @@ impl Point {
                 min_hit_relevance: self.min_hit_relevance,
                 candidate_pool: self.pool,
                 update_similarity: self.update_similarity,
+                update_isolation: self.update_isolation,
                 ..ScoringConfig::default()
             },
         )
@@ -619,12 +636,13 @@ impl Point {
             "min_hit_relevance" => Some(f64::from(self.min_hit_relevance)),
             "candidate_pool" => Some(self.pool as f64),
             "update_similarity" => self.update_similarity.map(f64::from),
+            "update_isolation" => self.update_isolation.map(f64::from),
             _ => None,
         }
     }
 }
 
-const PARAMS: [&str; 9] = [
+const PARAMS: [&str; 10] = [
     "vector_weight",
     "bm25_saturation_k",
     "half_life_days",
@@ -634,6 +652,7 @@ const PARAMS: [&str; 9] = [
     "min_hit_relevance",
     "candidate_pool",
     "update_similarity",
+    "update_isolation",
 ];
 
 /// `off` or the cut-off.
@@ -641,12 +660,15 @@ fn update_label(cut: Option<f32>) -> String {
     cut.map_or("off".into(), |c| c.to_string())
 }
 
-fn parse_update(s: &str) -> anyhow::Result<Option<f32>> {
+/// A lift cut-off: `off` or a number.
+fn parse_update(what: &str, s: &str) -> anyhow::Result<Option<f32>> {
     match s.trim() {
         "off" => Ok(None),
-        v => Ok(Some(v.parse().with_context(|| {
-            format!("update similarity {v:?}: a number or `off`")
-        })?)),
+        v => {
+            Ok(Some(v.parse().with_context(|| {
+                format!("{what} {v:?}: a number or `off`")
+            })?))
+        }
     }
 }
 
@@ -659,7 +681,12 @@ fn sweep_points(args: &SweepArgs) -> anyhow::Result<Vec<Point>> {
     let updates: Vec<Option<f32>> = args
         .update_similarity
         .iter()
-        .map(|u| parse_update(u))
+        .map(|u| parse_update("update similarity", u))
+        .collect::<anyhow::Result<_>>()?;
+    let isolations: Vec<Option<f32>> = args
+        .update_isolation
+        .iter()
+        .map(|u| parse_update("update isolation", u))
         .collect::<anyhow::Result<_>>()?;
     let base = Point::defaults();
     let mut points = vec![base.clone()];
@@ -678,7 +705,8 @@ fn sweep_points(args: &SweepArgs) -> anyhow::Result<Vec<Point>> {
             p.min_hit_relevance = hit
         });
         let grid = expand(grid, &args.pool, |p, &pool| p.pool = pool);
-        return Ok(expand(grid, &updates, |p, &u| p.update_similarity = u));
+        let grid = expand(grid, &updates, |p, &u| p.update_similarity = u);
+        return Ok(expand(grid, &isolations, |p, &i| p.update_isolation = i));
     }
     let mut push = |p: Point| {
         if !points.iter().any(|q| q.name() == p.name()) {
@@ -736,6 +764,12 @@ fn sweep_points(args: &SweepArgs) -> anyhow::Result<Vec<Point>> {
     for &u in &updates {
         push(Point {
             update_similarity: u,
+            ..base.clone()
+        });
+    }
+    for &i in &isolations {
+        push(Point {
+            update_isolation: i,
             ..base.clone()
         });
     }
@@ -806,7 +840,7 @@ pub async fn sweep_command(args: &SweepArgs) -> anyhow::Result<()> {
         "recall_any@5".to_string(),
     ];
     let mut md = format!(
-        "# Sweep on {}\n\n| vector w | BM25 | half-life d | decay floor | evidence cos | min_relevance | min hit relevance | pool | update sim | {} | {} | {} | abstention acc | KU newest-first |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "# Sweep on {}\n\n| vector w | BM25 | half-life d | decay floor | evidence cos | min_relevance | min hit relevance | pool | update sim | update apart | {} | {} | {} | abstention acc | KU newest-first |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
         data.display(),
         metrics[0],
         metrics[1],
@@ -816,7 +850,7 @@ pub async fn sweep_command(args: &SweepArgs) -> anyhow::Result<()> {
     for (point, report) in points.iter().zip(&reports) {
         let vals: Vec<f64> = metrics.iter().map(|m| report.overall(m)).collect();
         md.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {} | {} |\n",
             point.vector_weight,
             bm25_label(point.bm25),
             point.half_life,
@@ -826,6 +860,7 @@ pub async fn sweep_command(args: &SweepArgs) -> anyhow::Result<()> {
             point.min_hit_relevance,
             point.pool,
             update_label(point.update_similarity),
+            update_label(point.update_isolation),
             vals[0],
             vals[1],
             vals[2],
@@ -846,12 +881,13 @@ pub async fn sweep_command(args: &SweepArgs) -> anyhow::Result<()> {
             "min_hit_relevance": point.min_hit_relevance,
             "candidate_pool": point.pool,
             "update_similarity": point.update_similarity,
+            "update_isolation": point.update_isolation,
             "overall": report.overall_json(),
         }));
     }
     for baseline in &reports[points.len()..] {
         md.push_str(&format!(
-            "| {} only | | | | | | | | | {:.3} | {:.3} | {:.3} | – | {} |\n",
+            "| {} only | | | | | | | | | | {:.3} | {:.3} | {:.3} | – | {} |\n",
             baseline.ranker,
             baseline.overall(&metrics[0]),
             baseline.overall(&metrics[1]),

@@ -1,5 +1,6 @@
 //! The recall path (§4): scope, candidates, relevance, abstention, score.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
@@ -17,6 +18,7 @@ use crate::score::{
     usage_multiplier,
 };
 use crate::state::{TenantState, to_ms};
+use crate::updates::{Cutoffs, Versions};
 use crate::validate;
 
 /// One recalled memory and why it ranked there.
@@ -490,22 +492,43 @@ impl RecallBuilder {
                 .total_cmp(&a.score)
                 .then(tenant.memories[*i].id.cmp(&tenant.memories[*j].id))
         });
-        if let Some(threshold) = config.update_similarity {
+        if let Some(update_similarity) = config.update_similarity {
             let memories = &tenant.memories;
+            // What a pair is compared on: each top hit's vector closest to
+            // the query (the restated value, not the small talk around it).
+            let closest: HashMap<usize, &[f32]> = scored
+                .iter()
+                .take(self.k)
+                .filter_map(|&(i, _)| Some((i, tenant.closest_vector(i, query_vector)?)))
+                .collect();
+            // Each pair once: the isolation check asks for the same pairs
+            // again.
+            let pair_cosines: RefCell<HashMap<(usize, usize), Option<f32>>> = RefCell::default();
+            let similarity = |a: usize, b: usize| {
+                *pair_cosines
+                    .borrow_mut()
+                    .entry((a.min(b), a.max(b)))
+                    .or_insert_with(|| closest.get(&a).zip(closest.get(&b)).map(|(x, y)| dot(x, y)))
+            };
+            let states = |i: usize| config.update_kinds.contains(&memories[i].kind);
             crate::updates::lift_newer_versions(
                 &mut scored,
                 self.k,
-                threshold,
-                |a, b| {
-                    let states = |i: usize| config.update_kinds.contains(&memories[i].kind);
-                    memories[a].last_confirmed_ms > memories[b].last_confirmed_ms
-                        && states(a)
-                        && states(b)
+                Cutoffs {
+                    similarity: update_similarity,
+                    evidence: config.min_evidence_cosine,
+                    isolation: config.update_isolation,
                 },
-                |a, b| {
-                    let (a, b) = (memories[a].vector_row?, memories[b].vector_row?);
-                    tenant.vectors.cosine_of_rows(a, b)
+                |newer, older| {
+                    if memories[newer].last_confirmed_ms <= memories[older].last_confirmed_ms {
+                        Versions::Never
+                    } else if states(newer) && states(older) {
+                        Versions::WhenSimilar
+                    } else {
+                        Versions::WhenApart
+                    }
                 },
+                similarity,
                 |i| memories[i].id,
             );
         }

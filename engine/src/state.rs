@@ -192,6 +192,29 @@ impl TenantState {
             .reduce(f32::max)
     }
 
+    /// Memory `i`'s vector closest to the unit vector `query`: its whole
+    /// vector or one of its sentences' (the whole vector without a query;
+    /// None when it has no vector).
+    pub(crate) fn closest_vector(&self, i: usize, query: Option<&[f32]>) -> Option<&[f32]> {
+        let memory = &self.memories[i];
+        let whole = memory.vector_row.and_then(|row| self.vectors.row(row))?;
+        let Some(query) = query else {
+            return Some(whole);
+        };
+        let cosine = |v: &[f32]| v.iter().zip(query).map(|(a, b)| a * b).sum::<f32>();
+        Some(
+            memory
+                .sentence_rows
+                .clone()
+                .filter_map(|row| self.sentences.row(row))
+                .fold((cosine(whole), whole), |best, v| {
+                    let c = cosine(v);
+                    if c > best.0 { (c, v) } else { best }
+                })
+                .1,
+        )
+    }
+
     /// The interned id of `bank`, if any memory of the tenant is in it.
     pub(crate) fn bank_id(&self, bank: &str) -> Option<u32> {
         self.bank_ids.get(bank).copied()

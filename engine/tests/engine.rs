@@ -591,6 +591,150 @@ async fn a_newer_version_of_a_fact_ranks_above_the_older_one() {
     assert!(lifted.explain().contains(&old.to_string()));
 }
 
+/// Conversation turns (episodes): a statement restated once later, standing
+/// apart from the other hits, is lifted as an update; a thread of similar
+/// turns about one topic is left in score order unless the turns are facts.
+#[tokio::test]
+async fn a_restated_episode_is_lifted_only_when_it_stands_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = open_at(dir.path(), Arc::new(FixedClock::new(t0()))).await;
+    let write = |days: i64, kind: Kind, text: &str| {
+        let engine = &engine;
+        let m = NewMemory::new(TENANT, BANK, kind, text).observed_at(t0() - Duration::days(days));
+        async move { engine.remember(m).await.unwrap().id() }
+    };
+    let order_of = |result: &recall::RecallResult, ids: &[Uuid]| -> Vec<Uuid> {
+        result
+            .hits
+            .iter()
+            .map(|h| h.memory.id)
+            .filter(|id| ids.contains(id))
+            .collect()
+    };
+    let recall = |question: &'static str, scoring: ScoringConfig| {
+        let engine = &engine;
+        async move {
+            engine
+                .recall(TENANT, question)
+                .read([BANK])
+                .scoring(scoring)
+                .execute()
+                .await
+                .unwrap()
+        }
+    };
+    let no_lift = || ScoringConfig {
+        update_similarity: None,
+        ..ScoringConfig::default()
+    };
+
+    let old = write(
+        40,
+        Kind::Episode,
+        "Our rent for the apartment is $1,600 a month.",
+    )
+    .await;
+    let new = write(
+        10,
+        Kind::Episode,
+        "The landlord raised our rent, it's $2,400 a month starting now. Any tips for a cheap weekend in Chicago?",
+    )
+    .await;
+    for (days, text) in [
+        (
+            12,
+            "We adopted a rescue puppy and the kids named him Biscuit.",
+        ),
+        (30, "My commute to the office is a 25-minute bike ride."),
+        (
+            20,
+            "How would I say 'where is the train station' in German?",
+        ),
+    ] {
+        write(days, Kind::Episode, text).await;
+    }
+    let question = "How much do I pay for housing each month?";
+    let by_score = recall(question, no_lift()).await;
+    assert_eq!(
+        order_of(&by_score, &[old, new]),
+        vec![old, new],
+        "{by_score:#?}"
+    );
+    let result = recall(question, ScoringConfig::default()).await;
+    assert_eq!(
+        order_of(&result, &[old, new]),
+        vec![new, old],
+        "{result:#?}"
+    );
+    assert_eq!(result.hits[0].breakdown.updates, Some(old));
+    // With no isolation cut-off, episodes are never versions.
+    let off = recall(
+        question,
+        ScoringConfig {
+            update_isolation: None,
+            ..ScoringConfig::default()
+        },
+    )
+    .await;
+    assert_eq!(order_of(&off, &[old, new]), vec![old, new], "{off:#?}");
+
+    // A thread: the first telling and two later turns about the same group.
+    let thread = [
+        (
+            60,
+            "Caroline: I went to the LGBTQ support group yesterday and it was so powerful.",
+        ),
+        (
+            45,
+            "Caroline: The support group had a new member today, and she shared her story.",
+        ),
+        (
+            30,
+            "Caroline: At the support group today we talked about coming out to family.",
+        ),
+    ];
+    let mut episodes = Vec::new();
+    let mut facts = Vec::new();
+    for (days, text) in thread {
+        episodes.push(write(days, Kind::Episode, text).await);
+    }
+    let question = "When did Caroline go to the LGBTQ support group?";
+    let by_score = order_of(&recall(question, no_lift()).await, &episodes);
+    let result = recall(question, ScoringConfig::default()).await;
+    assert_eq!(order_of(&result, &episodes), by_score, "{result:#?}");
+    assert!(result.hits.iter().all(|h| h.breakdown.updates.is_none()));
+    // It is the thread that keeps them in place: if no third hit counted
+    // as close, they would be lifted as versions.
+    let apart = recall(
+        question,
+        ScoringConfig {
+            update_isolation: Some(1.5),
+            ..ScoringConfig::default()
+        },
+    )
+    .await;
+    assert_ne!(order_of(&apart, &episodes), by_score, "{apart:#?}");
+
+    // The same turns as facts, in a tenant of their own: versions, newest first.
+    let facts_tenant = "facts";
+    for (days, text) in thread {
+        let m = NewMemory::new(facts_tenant, BANK, Kind::Fact, text)
+            .observed_at(t0() - Duration::days(days));
+        facts.push(engine.remember(m).await.unwrap().id());
+    }
+    let result = engine
+        .recall(facts_tenant, question)
+        .read([BANK])
+        .execute()
+        .await
+        .unwrap();
+    assert!(
+        result.hits.iter().any(|h| h.breakdown.updates.is_some()),
+        "{result:#?}"
+    );
+    assert_eq!(result.hits[0].memory.id, facts[2], "{result:#?}");
+}
+
 #[tokio::test]
 async fn everything_survives_close_and_reopen() {
     let dir = tempfile::tempdir().unwrap();
