@@ -273,48 +273,33 @@ mod tests {
 
     #[test]
     fn a_pair_that_must_stand_apart_is_lifted_only_when_no_other_hit_is_close() {
+        // Three memories scored .9, .8, .6, none of a kind that states
+        // something.
+        let lift = |times: &[i64], sims: &[&[f32]], k: usize, isolation: Option<f32>| {
+            lift_with(&[0.9, 0.8, 0.6], times, sims, k, &[0, 1, 2], isolation)
+        };
+        let lifted = |times: &[i64], sims: &[&[f32]], k: usize, isolation: Option<f32>| {
+            order(&lift(times, sims, k, isolation))
+        };
         // 0: older statement (best), 1: unrelated, 2: its restatement.
         let pair: [&[f32]; 3] = [&[1.0, 0.1, 0.6], &[0.1, 1.0, 0.2], &[0.6, 0.2, 1.0]];
-        let all = [0, 1, 2];
-        let scored = lift_with(&[0.9, 0.8, 0.6], &[10, 15, 20], &pair, 10, &all, Some(0.5));
-        assert_eq!(order(&scored), vec![2, 0, 1]);
-        assert_eq!(scored[0].1.updates, Some(Uuid::from_u128(0)));
+        assert_eq!(lifted(&[10, 15, 20], &pair, 10, Some(0.5)), vec![2, 0, 1]);
         // Without an isolation cut-off such pairs are never lifted.
-        let scored = lift_with(&[0.9, 0.8, 0.6], &[10, 15, 20], &pair, 10, &all, None);
-        assert_eq!(order(&scored), vec![0, 1, 2]);
+        assert_eq!(lifted(&[10, 15, 20], &pair, 10, None), vec![0, 1, 2]);
 
         // A thread: 1 is close to the newer turn, so the pair does not
         // stand apart and nothing moves, though 2 is as similar to 0 as above.
         let thread: [&[f32]; 3] = [&[1.0, 0.3, 0.6], &[0.3, 1.0, 0.55], &[0.6, 0.55, 1.0]];
-        let scored = lift_with(
-            &[0.9, 0.8, 0.6],
-            &[10, 15, 20],
-            &thread,
-            10,
-            &all,
-            Some(0.5),
-        );
-        assert_eq!(order(&scored), vec![0, 1, 2]);
-        // A hit close to the pair but outside the top k does not count.
+        assert_eq!(lifted(&[10, 15, 20], &thread, 10, Some(0.5)), vec![0, 1, 2]);
+
+        // A hit close to the pair counts only within the top k: 1 is the
+        // restatement of 0 here, and 2 is close to 1.
         let outside: [&[f32]; 3] = [&[1.0, 0.6, 0.3], &[0.6, 1.0, 0.55], &[0.3, 0.55, 1.0]];
-        let scored = lift_with(
-            &[0.9, 0.8, 0.6],
-            &[10, 20, 15],
-            &outside,
-            2,
-            &all,
-            Some(0.5),
-        );
-        assert_eq!(order(&scored), vec![1, 0, 2]);
-        let scored = lift_with(
-            &[0.9, 0.8, 0.6],
-            &[10, 20, 15],
-            &outside,
-            3,
-            &all,
-            Some(0.5),
-        );
-        assert_eq!(order(&scored), vec![0, 1, 2]);
+        assert_eq!(lifted(&[10, 20, 15], &outside, 2, Some(0.5)), vec![1, 0, 2]);
+        assert_eq!(lifted(&[10, 20, 15], &outside, 3, Some(0.5)), vec![0, 1, 2]);
+
+        let scored = lift(&[10, 15, 20], &pair, 10, Some(0.5));
+        assert_eq!(scored[0].1.updates, Some(Uuid::from_u128(0)));
     }
 
     #[test]
