@@ -17,7 +17,7 @@ use crate::score::{
     Breakdown, decay_multiplier, drift_multiplier, effective_confidence, normalize_bm25, relevance,
     usage_multiplier,
 };
-use crate::state::{TenantState, to_ms};
+use crate::state::{TenantState, dot, to_ms};
 use crate::updates::{Cutoffs, Versions};
 use crate::validate;
 
@@ -595,8 +595,4 @@ impl RecallBuilder {
             candidates: total,
         })
     }
-}
-
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }

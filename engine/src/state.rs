@@ -84,6 +84,11 @@ pub(crate) fn from_ms(ms: i64) -> DateTime<Utc> {
         .unwrap_or(DateTime::<Utc>::MIN_UTC)
 }
 
+/// The dot product: the cosine of two unit vectors.
+pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
 /// One memory with its mutable counters.
 #[derive(Debug, Clone)]
 pub(crate) struct MemoryState {
@@ -184,35 +189,32 @@ impl TenantState {
     /// The cosine of memory `i`'s closest sentence to the unit vector `query`
     /// (None when it has no sentence vectors).
     pub(crate) fn sentence_cosine(&self, i: usize, query: &[f32]) -> Option<f32> {
-        self.memories[i]
-            .sentence_rows
-            .clone()
-            .filter_map(|row| self.sentences.row(row))
-            .map(|v| v.iter().zip(query).map(|(a, b)| a * b).sum::<f32>())
-            .reduce(f32::max)
+        self.closest_sentence(i, query).map(|(cosine, _)| cosine)
     }
 
     /// Memory `i`'s vector closest to the unit vector `query`: its whole
     /// vector or one of its sentences' (the whole vector without a query;
     /// None when it has no vector).
     pub(crate) fn closest_vector(&self, i: usize, query: Option<&[f32]>) -> Option<&[f32]> {
-        let memory = &self.memories[i];
-        let whole = memory.vector_row.and_then(|row| self.vectors.row(row))?;
-        let Some(query) = query else {
-            return Some(whole);
-        };
-        let cosine = |v: &[f32]| v.iter().zip(query).map(|(a, b)| a * b).sum::<f32>();
+        let whole = self.memories[i]
+            .vector_row
+            .and_then(|row| self.vectors.row(row))?;
         Some(
-            memory
-                .sentence_rows
-                .clone()
-                .filter_map(|row| self.sentences.row(row))
-                .fold((cosine(whole), whole), |best, v| {
-                    let c = cosine(v);
-                    if c > best.0 { (c, v) } else { best }
-                })
-                .1,
+            match query.and_then(|q| Some((q, self.closest_sentence(i, q)?))) {
+                Some((q, (cosine, sentence))) if cosine > dot(whole, q) => sentence,
+                _ => whole,
+            },
         )
+    }
+
+    /// Memory `i`'s sentence vector closest to `query`, with its cosine.
+    fn closest_sentence(&self, i: usize, query: &[f32]) -> Option<(f32, &[f32])> {
+        self.memories[i]
+            .sentence_rows
+            .clone()
+            .filter_map(|row| self.sentences.row(row))
+            .map(|v| (dot(v, query), v))
+            .reduce(|best, next| if next.0 > best.0 { next } else { best })
     }
 
     /// The interned id of `bank`, if any memory of the tenant is in it.
