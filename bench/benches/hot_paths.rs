@@ -94,6 +94,26 @@ fn engine_paths(c: &mut Criterion) {
             criterion::BatchSize::PerIteration,
         )
     });
+    // What `recall import` and `recall-bench scale` run: calls of
+    // IMPORT_BATCH with the next call prepared beside the apply.
+    let bulk = corpus(2 * recall::IMPORT_BATCH);
+    group.throughput(Throughput::Elements(bulk.len() as u64));
+    group.bench_function("engine_import_10000_into_empty", |b| {
+        b.iter_batched(
+            || {
+                let dir = tempfile::tempdir().expect("temp dir");
+                let engine = runtime.block_on(open_engine(dir.path())).expect("open");
+                (dir, engine)
+            },
+            |(dir, engine)| {
+                runtime
+                    .block_on(engine.import(bulk.iter().map(to_new), recall::IMPORT_BATCH, |_| {}))
+                    .expect("import");
+                drop(dir);
+            },
+            criterion::BatchSize::PerIteration,
+        )
+    });
     group.finish();
 }
 

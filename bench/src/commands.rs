@@ -45,6 +45,11 @@ pub enum Command {
     /// Compare two result files of the same command: every number that
     /// differs, with the change.
     Compare(CompareArgs),
+    /// The whole write-and-recall path on a seeded agent-memory corpus with
+    /// known answers (tenants, banks, kinds, elements over a year; repeats,
+    /// paraphrases, updates, drift): what the write path kept apart and
+    /// merged, recall per group, newest-first, VERIFY flags, isolation.
+    Corpus(Box<crate::corpus_eval::CorpusArgs>),
 }
 
 /// `recall-bench compare`.
@@ -57,6 +62,9 @@ pub struct CompareArgs {
     /// Only keys containing this text (e.g. `overall`).
     #[arg(long)]
     pub only: Option<String>,
+    /// Also write the differences as JSON here (the table beside it, `.md`).
+    #[arg(long)]
+    pub json: Option<PathBuf>,
 }
 
 /// Options every quality command takes.
@@ -204,6 +212,10 @@ pub struct SweepArgs {
         default_value = "0.4,0.45,0.5,0.55,0.6,off"
     )]
     pub update_isolation: Vec<String>,
+    /// Least relevance of a newer fact, preference or convention, as a share
+    /// of the older hit's, for it to be lifted above it; `off`: any.
+    #[arg(long, value_delimiter = ',', default_value = "0.8,0.85,0.9,0.95,off")]
+    pub update_relevance_share: Vec<String>,
     /// Every combination instead of one parameter at a time around the defaults.
     #[arg(long)]
     pub full: bool,
@@ -213,7 +225,8 @@ pub struct SweepArgs {
     /// Directory for the JSON, markdown and SVG plots.
     #[arg(long, default_value = "bench-results/sweep")]
     pub out: PathBuf,
-    /// Shared options (`--json` is ignored: output goes to `--out`).
+    /// Shared options (`--json`: where the table's JSON goes, default
+    /// `<out>/sweep.json`; the plots go to `--out`).
     #[command(flatten)]
     pub common: Common,
 }
@@ -227,6 +240,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Sweep(a) => sweep_command(&a).await,
         Command::Scale(a) => crate::scale::scale_command(&a).await,
         Command::Compare(a) => compare_command(&a),
+        Command::Corpus(a) => crate::corpus_eval::corpus_command(&a).await,
     }
 }
 
@@ -268,8 +282,8 @@ pub fn compare_command(args: &CompareArgs) -> anyhow::Result<()> {
     numeric_leaves(&read(&args.before)?, "", &mut before);
     numeric_leaves(&read(&args.after)?, "", &mut after);
     let before: std::collections::BTreeMap<String, f64> = before.into_iter().collect();
-    println!("| key | before | after | change |\n|---|---:|---:|---:|");
-    let mut changed = 0;
+    let mut md = String::from("| key | before | after | change |\n|---|---:|---:|---:|\n");
+    let mut differences = Vec::new();
     for (key, new) in after {
         if args
             .only
@@ -282,13 +296,24 @@ pub fn compare_command(args: &CompareArgs) -> anyhow::Result<()> {
         if old == Some(new) {
             continue;
         }
-        changed += 1;
-        match old {
-            Some(old) => println!("| {key} | {old:.4} | {new:.4} | {:+.4} |", new - old),
-            None => println!("| {key} | – | {new:.4} | new |"),
-        }
+        md.push_str(&match old {
+            Some(old) => format!("| {key} | {old:.4} | {new:.4} | {:+.4} |\n", new - old),
+            None => format!("| {key} | – | {new:.4} | new |\n"),
+        });
+        differences.push(json!({"key": key, "before": old, "after": new}));
     }
-    println!("\n{changed} numbers differ");
+    md.push_str(&format!("\n{} numbers differ\n", differences.len()));
+    print!("{md}");
+    if let Some(path) = &args.json {
+        let value = json!({
+            "command": "compare",
+            "before": args.before.display().to_string(),
+            "after": args.after.display().to_string(),
+            "differences": differences,
+        });
+        write_json(path, &value)?;
+        std::fs::write(markdown_path(path), &md)?;
+    }
     Ok(())
 }
 
@@ -315,7 +340,8 @@ fn open_cache(common: &Common) -> anyhow::Result<VectorCache> {
     )?)
 }
 
-fn metric_columns(ks: &[usize]) -> Vec<String> {
+/// The metric columns of a quality table at cut-offs `ks`.
+pub(crate) fn metric_columns(ks: &[usize]) -> Vec<String> {
     let mut cols = Vec::new();
     for k in ks {
         cols.push(format!("recall_any@{k}"));
@@ -525,8 +551,53 @@ pub fn probes_command(args: &ProbesArgs) -> anyhow::Result<()> {
         std::fs::create_dir_all(parent)?;
     }
     longmemeval::save(&args.out, &probes)?;
-    println!("wrote {} instances to {}", probes.len(), args.out.display());
+    let md = probes_summary(&probes);
+    std::fs::write(markdown_path(&args.out), &md)?;
+    println!("{md}");
+    println!(
+        "wrote {} instances to {} (summary {})",
+        probes.len(),
+        args.out.display(),
+        markdown_path(&args.out).display()
+    );
     Ok(())
+}
+
+/// Per question type: instances, and the mean sessions, user turns and
+/// gold turns of their haystacks.
+fn probes_summary(probes: &[longmemeval::Instance]) -> String {
+    let mut by_type: std::collections::BTreeMap<&str, (usize, usize, usize, usize)> =
+        std::collections::BTreeMap::new();
+    for p in probes {
+        let row = by_type.entry(p.question_type.as_str()).or_default();
+        let turns = p
+            .haystack_sessions
+            .iter()
+            .flatten()
+            .filter(|t| t.role == "user");
+        let (users, gold) = turns.fold((0, 0), |(u, g), t| {
+            (u + 1, g + usize::from(t.is_evidence()))
+        });
+        *row = (
+            row.0 + 1,
+            row.1 + p.haystack_sessions.len(),
+            row.2 + users,
+            row.3 + gold,
+        );
+    }
+    let mut md = String::from(
+        "| question type | instances | sessions | user turns | gold turns |\n|---|---:|---:|---:|---:|\n",
+    );
+    for (kind, (n, sessions, users, gold)) in by_type {
+        let mean = |x: usize| x as f64 / n.max(1) as f64;
+        md.push_str(&format!(
+            "| {kind} | {n} | {:.1} | {:.1} | {:.2} |\n",
+            mean(sessions),
+            mean(users),
+            mean(gold)
+        ));
+    }
+    md
 }
 
 /// Parses a BM25 normalization: `sat:K`, `att`, `max`, `minmax`.
@@ -566,6 +637,7 @@ struct Point {
     pool: usize,
     update_similarity: Option<f32>,
     update_isolation: Option<f32>,
+    update_relevance_share: Option<f32>,
 }
 
 impl Point {
@@ -582,12 +654,13 @@ impl Point {
             pool: d.candidate_pool,
             update_similarity: d.update_similarity,
             update_isolation: d.update_isolation,
+            update_relevance_share: d.update_relevance_share,
         }
     }
 
     fn name(&self) -> String {
         format!(
-            "w{}/{}/hl{}/floor{}/cos{}/min{}/hit{}/pool{}/upd{}/apart{}",
+            "w{}/{}/hl{}/floor{}/cos{}/min{}/hit{}/pool{}/upd{}/apart{}/share{}",
             self.vector_weight,
             bm25_label(self.bm25),
             self.half_life,
@@ -597,7 +670,8 @@ impl Point {
             self.min_hit_relevance,
             self.pool,
             update_label(self.update_similarity),
-            update_label(self.update_isolation)
+            update_label(self.update_isolation),
+            update_label(self.update_relevance_share)
         )
     }
 
@@ -616,6 +690,7 @@ impl Point {
                 candidate_pool: self.pool,
                 update_similarity: self.update_similarity,
                 update_isolation: self.update_isolation,
+                update_relevance_share: self.update_relevance_share,
                 ..ScoringConfig::default()
             },
         )
@@ -637,12 +712,13 @@ impl Point {
             "candidate_pool" => Some(self.pool as f64),
             "update_similarity" => self.update_similarity.map(f64::from),
             "update_isolation" => self.update_isolation.map(f64::from),
+            "update_relevance_share" => self.update_relevance_share.map(f64::from),
             _ => None,
         }
     }
 }
 
-const PARAMS: [&str; 10] = [
+const PARAMS: [&str; 11] = [
     "vector_weight",
     "bm25_saturation_k",
     "half_life_days",
@@ -653,6 +729,7 @@ const PARAMS: [&str; 10] = [
     "candidate_pool",
     "update_similarity",
     "update_isolation",
+    "update_relevance_share",
 ];
 
 /// `off` or the cut-off.
@@ -688,6 +765,11 @@ fn sweep_points(args: &SweepArgs) -> anyhow::Result<Vec<Point>> {
         .iter()
         .map(|u| parse_update("update isolation", u))
         .collect::<anyhow::Result<_>>()?;
+    let shares: Vec<Option<f32>> = args
+        .update_relevance_share
+        .iter()
+        .map(|u| parse_update("update relevance share", u))
+        .collect::<anyhow::Result<_>>()?;
     let base = Point::defaults();
     let mut points = vec![base.clone()];
     if args.full {
@@ -706,7 +788,8 @@ fn sweep_points(args: &SweepArgs) -> anyhow::Result<Vec<Point>> {
         });
         let grid = expand(grid, &args.pool, |p, &pool| p.pool = pool);
         let grid = expand(grid, &updates, |p, &u| p.update_similarity = u);
-        return Ok(expand(grid, &isolations, |p, &i| p.update_isolation = i));
+        let grid = expand(grid, &isolations, |p, &i| p.update_isolation = i);
+        return Ok(expand(grid, &shares, |p, &r| p.update_relevance_share = r));
     }
     let mut push = |p: Point| {
         if !points.iter().any(|q| q.name() == p.name()) {
@@ -770,6 +853,12 @@ fn sweep_points(args: &SweepArgs) -> anyhow::Result<Vec<Point>> {
     for &i in &isolations {
         push(Point {
             update_isolation: i,
+            ..base.clone()
+        });
+    }
+    for &r in &shares {
+        push(Point {
+            update_relevance_share: r,
             ..base.clone()
         });
     }
@@ -840,7 +929,7 @@ pub async fn sweep_command(args: &SweepArgs) -> anyhow::Result<()> {
         "recall_any@5".to_string(),
     ];
     let mut md = format!(
-        "# Sweep on {}\n\n| vector w | BM25 | half-life d | decay floor | evidence cos | min_relevance | min hit relevance | pool | update sim | update apart | {} | {} | {} | abstention acc | KU newest-first |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "# Sweep on {}\n\n| vector w | BM25 | half-life d | decay floor | evidence cos | min_relevance | min hit relevance | pool | update sim | update apart | update rel share | {} | {} | {} | abstention acc | KU newest-first |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
         data.display(),
         metrics[0],
         metrics[1],
@@ -850,7 +939,7 @@ pub async fn sweep_command(args: &SweepArgs) -> anyhow::Result<()> {
     for (point, report) in points.iter().zip(&reports) {
         let vals: Vec<f64> = metrics.iter().map(|m| report.overall(m)).collect();
         md.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {} | {} |\n",
             point.vector_weight,
             bm25_label(point.bm25),
             point.half_life,
@@ -861,6 +950,7 @@ pub async fn sweep_command(args: &SweepArgs) -> anyhow::Result<()> {
             point.pool,
             update_label(point.update_similarity),
             update_label(point.update_isolation),
+            update_label(point.update_relevance_share),
             vals[0],
             vals[1],
             vals[2],
@@ -882,12 +972,13 @@ pub async fn sweep_command(args: &SweepArgs) -> anyhow::Result<()> {
             "candidate_pool": point.pool,
             "update_similarity": point.update_similarity,
             "update_isolation": point.update_isolation,
+            "update_relevance_share": point.update_relevance_share,
             "overall": report.overall_json(),
         }));
     }
     for baseline in &reports[points.len()..] {
         md.push_str(&format!(
-            "| {} only | | | | | | | | | | {:.3} | {:.3} | {:.3} | – | {} |\n",
+            "| {} only | | | | | | | | | | | {:.3} | {:.3} | {:.3} | – | {} |\n",
             baseline.ranker,
             baseline.overall(&metrics[0]),
             baseline.overall(&metrics[1]),
@@ -949,7 +1040,14 @@ pub async fn sweep_command(args: &SweepArgs) -> anyhow::Result<()> {
         plots.join(", ")
     ));
     println!("{md}");
-    let json_path = args.out.join("sweep.json");
+    let json_path = args
+        .common
+        .json
+        .clone()
+        .unwrap_or_else(|| args.out.join("sweep.json"));
+    if let Some(parent) = json_path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)?;
+    }
     write_json(
         &json_path,
         &json!({"command": "sweep", "data": data.display().to_string(), "metric": args.metric, "points": rows, "stats": stats}),

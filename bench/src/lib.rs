@@ -7,10 +7,13 @@
 //! - [`vector_cache`]: embeddings cached on disk by content hash.
 //! - [`report`]: markdown, JSON, progress bars, SVG plots.
 //! - [`commands`]: the `recall-bench` command line and what each command runs.
+//! - [`corpus_eval`]: the write-and-recall path on a seeded agent-memory
+//!   corpus with known answers.
 //! - [`scale`]: speed against corpus size.
 //! - [`speed`]: synthetic corpora in engines, for `scale` and criterion.
 
 pub mod commands;
+pub mod corpus_eval;
 pub mod eval;
 pub mod metrics;
 pub mod report;

@@ -40,6 +40,9 @@ pub struct ScaleArgs {
     /// Where the JSON goes (markdown beside it, plot as `.svg`).
     #[arg(long, default_value = "bench-results/scale.json")]
     pub json: PathBuf,
+    /// No progress bars.
+    #[arg(long)]
+    pub quiet: bool,
 }
 
 /// Peak resident set size of this process so far, in MiB (Linux).
@@ -121,6 +124,9 @@ pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
         let data = corpus(n + 200);
         let (base, extra) = data.split_at(n);
         let bar = crate::report::bar(n as u64, "importing");
+        if args.quiet {
+            bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+        }
         let started = Instant::now();
         let mut ids = Vec::with_capacity(n);
         engine

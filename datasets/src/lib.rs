@@ -2,6 +2,10 @@
 //!
 //! - [`synthetic`]: seeded engineering corpora with clustered vectors for
 //!   speed runs (10k … 1M memories without a model in the loop).
+//! - [`corpus`]: seeded agent-memory corpora with known answers: tenants,
+//!   banks, kinds and elements over a year, with controlled shares of
+//!   exact repeats, paraphrases, knowledge updates and drifted elements,
+//!   and queries naming their gold writes.
 //! - [`longmemeval`]: the LongMemEval instance format (SPEC §9), loading the
 //!   released files unchanged and writing generated ones.
 //! - [`probes`]: a seeded generator of LongMemEval-style probes covering
@@ -9,6 +13,7 @@
 //!   knowledge-update, temporal-reasoning and abstention (`_abs`).
 //! - [`locomo`]: the LoCoMo loader with the dataset README's cleaning rules.
 
+pub mod corpus;
 pub mod locomo;
 pub mod longmemeval;
 pub mod probes;

@@ -87,7 +87,7 @@ fn unit(mut v: Vec<f32>) -> Vec<f32> {
     v
 }
 
-fn unit_vector(rng: &mut ChaCha8Rng, dim: usize) -> Vec<f32> {
+pub(crate) fn unit_vector(rng: &mut ChaCha8Rng, dim: usize) -> Vec<f32> {
     unit((0..dim).map(|_| rng.random::<f32>() * 2.0 - 1.0).collect())
 }
 

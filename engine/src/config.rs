@@ -260,6 +260,36 @@ pub struct ScoringConfig {
     /// 1.0, .569; off .325 / .275 / .25 / .275, .578. LoCoMo recall_any@10
     /// is .805 at every point; probe nDCG@10 moves by at most .007.
     pub update_isolation: Option<f32>,
+    /// A pair of [`ScoringConfig::update_kinds`] memories is lifted only
+    /// when the newer one answers the query about as well as the older hit:
+    /// its relevance (`rel`, before kind weight and decay) is at least this
+    /// share of the older's. `None`: any relevance (the pair's similarity
+    /// decides alone).
+    ///
+    /// Why: memories that state something cluster. Agents write many
+    /// facts about one service or person from a few patterns ("Billing
+    /// retries a failed refund call 8 times", "… a failed session call 4
+    /// times", "AuthService retries a failed refund call …"), so a later
+    /// memory about a neighbouring fact is nearly always similar to the
+    /// hit that answers; without this test the lift ordered such clusters
+    /// by recency. An update says the same thing as what it replaces, with
+    /// another value, so it answers the query about as well. A pair that
+    /// stands apart ([`ScoringConfig::update_isolation`]) is lifted without
+    /// this test, as an episode pair would be.
+    ///
+    /// Default 0.9. `recall-bench corpus --ablations` (3,000 facts, 300
+    /// questions, seeds 42 / 43 / 44), nDCG@10 and knowledge-update
+    /// newest-first: no lift .622 / .664 / .650 at .35 / .30 / .32; `None`
+    /// (similarity alone, the rule before) .519 / .523 / .547 at .63 / .56
+    /// / .59, below dense (.532 / .561 / .578); 0.8 .590 / .605 / .610;
+    /// 0.85 .620 / .645 / .643 at .63 / .50 / .56; **0.9 .640 / .666 / .655
+    /// at .61 / .46 / .50**; 0.95 .648 / .682 / .668 at .57 / .43 / .46.
+    /// Episodes are untouched: the generated probes and LoCoMo do not move
+    /// (0 numbers differ). With every turn written as a fact (`--kind
+    /// fact`) LoCoMo nDCG@10 goes from .346 to .561 (.578 as episodes), and
+    /// the probes keep newest-first 1.0 on four seeds (their update pairs
+    /// stand apart) at nDCG@10 .859 / .873 / .875 / .865.
+    pub update_relevance_share: Option<f32>,
     /// Nearest-neighbour scan settings.
     #[serde(skip)]
     pub scan: ScanConfig,
@@ -289,6 +319,7 @@ impl Default for ScoringConfig {
             update_similarity: Some(0.25),
             update_kinds: vec![Kind::Fact, Kind::Preference, Kind::Convention],
             update_isolation: Some(0.5),
+            update_relevance_share: Some(0.9),
             scan: ScanConfig::default(),
         }
     }

@@ -518,6 +518,7 @@ impl RecallBuilder {
                     similarity: update_similarity,
                     evidence: config.min_evidence_cosine,
                     isolation: config.update_isolation,
+                    relevance_share: config.update_relevance_share,
                 },
                 |newer, older| {
                     if memories[newer].last_confirmed_ms <= memories[older].last_confirmed_ms {

@@ -715,24 +715,106 @@ async fn a_restated_episode_is_lifted_only_when_it_stands_apart() {
     .await;
     assert_ne!(order_of(&apart, &episodes), by_score, "{apart:#?}");
 
-    // The same turns as facts, in a tenant of their own: versions, newest first.
+    // The same turns as facts, in a tenant of their own: versions, but a
+    // later one is lifted above the first telling only if it answers about
+    // as well (the two later turns answer "when did she go" far less well).
     let facts_tenant = "facts";
     for (days, text) in thread {
         let m = NewMemory::new(facts_tenant, BANK, Kind::Fact, text)
             .observed_at(t0() - Duration::days(days));
         facts.push(engine.remember(m).await.unwrap().id());
     }
-    let result = engine
-        .recall(facts_tenant, question)
-        .read([BANK])
-        .execute()
-        .await
-        .unwrap();
+    let facts_recall = |scoring: ScoringConfig| {
+        let engine = &engine;
+        async move {
+            let recall = engine.recall(facts_tenant, question).read([BANK]);
+            recall.scoring(scoring).execute().await.unwrap()
+        }
+    };
+    let result = facts_recall(ScoringConfig::default()).await;
     assert!(
         result.hits.iter().any(|h| h.breakdown.updates.is_some()),
         "{result:#?}"
     );
-    assert_eq!(result.hits[0].memory.id, facts[2], "{result:#?}");
+    assert_eq!(result.hits[0].memory.id, facts[0], "{result:#?}");
+    let any_share = facts_recall(ScoringConfig {
+        update_relevance_share: None,
+        ..ScoringConfig::default()
+    })
+    .await;
+    assert_eq!(any_share.hits[0].memory.id, facts[2], "{any_share:#?}");
+}
+
+/// Facts about neighbouring things cluster (one service, one pattern): a
+/// later fact about a neighbour is not taken for an update of the hit that
+/// answers, and a later restatement of the answer itself comes first.
+#[tokio::test]
+async fn a_later_neighbouring_fact_is_not_taken_for_an_update() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = open_at(dir.path(), Arc::new(FixedClock::new(t0()))).await;
+    let write = |days: i64, text: &'static str| {
+        let engine = &engine;
+        let m =
+            NewMemory::new(TENANT, BANK, Kind::Fact, text).observed_at(t0() - Duration::days(days));
+        async move { engine.remember(m).await.unwrap() }
+    };
+    let recall = |scoring: ScoringConfig| {
+        let engine = &engine;
+        async move {
+            engine
+                .recall(
+                    TENANT,
+                    "How many times does Billing retry a failed refund call?",
+                )
+                .read([BANK])
+                .scoring(scoring)
+                .execute()
+                .await
+                .unwrap()
+        }
+    };
+    let answer = write(
+        60,
+        "Billing retries a failed refund call 8 times before giving up.",
+    )
+    .await
+    .id();
+    for (days, text) in [
+        (
+            30,
+            "Billing retries a failed session call 4 times before giving up.",
+        ),
+        (
+            25,
+            "Checkout retries a failed refund call 2 times before giving up.",
+        ),
+        (
+            20,
+            "AuthService retries a failed refund call 10 times before giving up.",
+        ),
+    ] {
+        assert!(matches!(write(days, text).await, Remembered::Stored { .. }));
+    }
+    let result = recall(ScoringConfig::default()).await;
+    assert_eq!(result.hits[0].memory.id, answer, "{result:#?}");
+    assert_eq!(result.hits[0].breakdown.updates, None);
+    // Similarity alone would have taken a neighbour for the newer version.
+    let any_share = recall(ScoringConfig {
+        update_relevance_share: None,
+        ..ScoringConfig::default()
+    })
+    .await;
+    assert_ne!(any_share.hits[0].memory.id, answer, "{any_share:#?}");
+
+    let update = write(
+        10,
+        "We cut Billing's refund retries: a failed refund call is now tried 5 times.",
+    )
+    .await;
+    assert!(matches!(update, Remembered::Stored { .. }), "{update:?}");
+    // The restatement of the answer is first (here its own score puts it there).
+    let result = recall(ScoringConfig::default()).await;
+    assert_eq!(result.hits[0].memory.id, update.id(), "{result:#?}");
 }
 
 #[tokio::test]
