@@ -76,15 +76,16 @@ fn engine_paths(c: &mut Criterion) {
 
     let mut group = c.benchmark_group("import");
     group.sample_size(10);
+    let empty_engine = || {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let engine = runtime.block_on(open_engine(dir.path())).expect("open");
+        (dir, engine)
+    };
     let batch = corpus(1_000);
     group.throughput(Throughput::Elements(batch.len() as u64));
     group.bench_function("remember_many_1000_into_empty", |b| {
         b.iter_batched(
-            || {
-                let dir = tempfile::tempdir().expect("temp dir");
-                let engine = runtime.block_on(open_engine(dir.path())).expect("open");
-                (dir, engine)
-            },
+            empty_engine,
             |(dir, engine)| {
                 runtime
                     .block_on(engine.remember_many(batch.iter().map(to_new).collect()))
@@ -100,11 +101,7 @@ fn engine_paths(c: &mut Criterion) {
     group.throughput(Throughput::Elements(bulk.len() as u64));
     group.bench_function("engine_import_10000_into_empty", |b| {
         b.iter_batched(
-            || {
-                let dir = tempfile::tempdir().expect("temp dir");
-                let engine = runtime.block_on(open_engine(dir.path())).expect("open");
-                (dir, engine)
-            },
+            empty_engine,
             |(dir, engine)| {
                 runtime
                     .block_on(engine.import(bulk.iter().map(to_new), recall::IMPORT_BATCH, |_| {}))

@@ -42,7 +42,7 @@ use serde_json::json;
 use uuid::Uuid;
 
 use crate::eval::{Ranker, Report};
-use crate::metrics::{Tally, score_question};
+use crate::metrics::{Tally, ranked_units, score_question};
 use crate::report::{bar, markdown, markdown_path, write_json};
 use crate::speed::DIM;
 use crate::vector_cache::{self, VectorCache};
@@ -379,24 +379,11 @@ impl Written {
                 continue;
             }
             count(&mut judged.abstained_on_answerable, abstained);
-            let ranked: Vec<Vec<&str>> = result
-                .hits
-                .iter()
-                .map(|h| {
-                    self.keys_of
-                        .get(&h.memory.id)
-                        .map(|k| k.iter().map(String::as_str).collect())
-                        .unwrap_or_default()
-                })
-                .collect();
             let gold: Vec<&str> = q.gold.iter().map(String::as_str).collect();
-            let holding: BTreeSet<Uuid> = gold
-                .iter()
-                .filter_map(|g| self.memory_of.get(*g).copied())
-                .collect();
+            let (ranked, ideal) = ranked_units(&result.hits, &self.keys_of, &gold, &self.memory_of);
             judged
                 .tally
-                .add(q.group, &score_question(&ranked, &gold, holding.len(), ks));
+                .add(q.group, &score_question(&ranked, &gold, ideal, ks));
             if !q.stale.is_empty() {
                 // The first hit that says anything about the fact must say
                 // the new value and only that.
@@ -411,8 +398,8 @@ impl Written {
                 count(&mut judged.newest_first, newest);
             }
             if q.drifted {
-                for h in &result.hits {
-                    if holding.contains(&h.memory.id) {
+                for (h, keys) in result.hits.iter().zip(&ranked) {
+                    if keys.iter().any(|k| gold.contains(k)) {
                         count(&mut judged.drift_flagged, h.memory.verify);
                     }
                 }

@@ -25,7 +25,7 @@ use recall::{
 use serde::Serialize;
 use uuid::Uuid;
 
-use crate::metrics::{OVERALL, Summary, Tally, score_question};
+use crate::metrics::{OVERALL, Summary, Tally, ranked_units, score_question};
 use crate::vector_cache::VectorCache;
 
 /// The tenant and bank every haystack is written to (each has its own engine).
@@ -398,24 +398,9 @@ impl Ingested {
             }
             outcome.answerable += 1;
             outcome.abstained_on_answerable += usize::from(abstained);
-            let ranked: Vec<Vec<&str>> = result
-                .hits
-                .iter()
-                .map(|h| {
-                    self.units
-                        .get(&h.memory.id)
-                        .map(|u| u.iter().map(String::as_str).collect())
-                        .unwrap_or_default()
-                })
-                .collect();
             let gold: Vec<&str> = q.gold.iter().map(String::as_str).collect();
-            let mut holding: Vec<Uuid> = gold
-                .iter()
-                .filter_map(|g| self.memory_of.get(*g).copied())
-                .collect();
-            holding.sort_unstable();
-            holding.dedup();
-            let scores = score_question(&ranked, &gold, holding.len(), ks);
+            let (ranked, ideal) = ranked_units(&result.hits, &self.units, &gold, &self.memory_of);
+            let scores = score_question(&ranked, &gold, ideal, ks);
             outcome.tally.add(&q.group, &scores);
             if q.newest_first {
                 outcome.newest_n += 1;

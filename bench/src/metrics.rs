@@ -5,9 +5,10 @@
 //! the original and every repeat that deduplicated into it — so a hit on a
 //! memory credits all of them. `k` counts memories, not units.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::Serialize;
+use uuid::Uuid;
 
 /// The cut-offs reported unless asked otherwise.
 pub const DEFAULT_KS: [usize; 3] = [1, 5, 10];
@@ -56,6 +57,32 @@ pub fn score_question<S: AsRef<str>>(
     let first = relevant.iter().position(|r| *r);
     values.insert("mrr".into(), first.map_or(0.0, |i| 1.0 / (i + 1) as f64));
     QuestionScores { values }
+}
+
+/// A recall's hits as the evaluation units each memory holds (`units`:
+/// memory → the units written into it), best first, and how many distinct
+/// memories hold a `gold` unit (`memory_of`: unit → its memory): the
+/// `ranked` and `ideal` of [`score_question`].
+pub fn ranked_units<'a>(
+    hits: &[recall::Hit],
+    units: &'a HashMap<Uuid, Vec<String>>,
+    gold: &[&str],
+    memory_of: &HashMap<String, Uuid>,
+) -> (Vec<Vec<&'a str>>, usize) {
+    let ranked = hits
+        .iter()
+        .map(|h| {
+            units
+                .get(&h.memory.id)
+                .map(|u| u.iter().map(String::as_str).collect())
+                .unwrap_or_default()
+        })
+        .collect();
+    let holding: HashSet<Uuid> = gold
+        .iter()
+        .filter_map(|g| memory_of.get(*g).copied())
+        .collect();
+    (ranked, holding.len())
 }
 
 /// nDCG@k with binary gains: DCG over the ranking, divided by the DCG of
