@@ -422,7 +422,9 @@ const RELATIONS: &[&str] = &[
     "friend",
 ];
 /// People of the personal facts; each has one relation to the writer
-/// (`RELATIONS[i % len]`), so "my sister Ana" is one person.
+/// (`RELATIONS[i % len]`), so "my sister Ana" is one person. Once every
+/// person has every fact, new people share first names with earlier ones
+/// and get an initial and the next relation ("my brother Ana B.").
 const NAMES: &[&str] = &[
     "Ana", "Ben", "Chloe", "Dev", "Emma", "Felix", "Gia", "Hugo", "Ines", "Jack", "Kira", "Leo",
     "Maya", "Nico", "Olga", "Pablo", "Quinn", "Rosa", "Sami", "Tara", "Umar", "Vera", "Wes",
@@ -450,7 +452,8 @@ impl FactKey {
     /// The subject as written: a service (its element) or "relation name".
     fn subject(&self) -> String {
         if self.family().personal {
-            let relation = RELATIONS[self.subject % RELATIONS.len()];
+            // A second Vera is another person: another relation too.
+            let relation = RELATIONS[(self.subject + self.round) % RELATIONS.len()];
             let name = NAMES[self.subject];
             match self.round {
                 0 => format!("{relation} {name}"),

@@ -279,11 +279,11 @@ pub struct ScoringConfig {
     ///
     /// Default 0.9. `recall-bench corpus --ablations` (3,000 facts, 300
     /// questions, seeds 42 / 43 / 44), nDCG@10 and knowledge-update
-    /// newest-first: no lift .622 / .664 / .650 at .35 / .30 / .32; `None`
-    /// (similarity alone, the rule before) .519 / .523 / .547 at .63 / .56
-    /// / .59, below dense (.532 / .561 / .578); 0.8 .590 / .605 / .610;
-    /// 0.85 .620 / .645 / .643 at .63 / .50 / .56; **0.9 .640 / .666 / .655
-    /// at .61 / .46 / .50**; 0.95 .648 / .682 / .668 at .57 / .43 / .46.
+    /// newest-first: no lift .635 / .682 / .665 at .35 / .30 / .32; `None`
+    /// (similarity alone, the rule before) .525 / .524 / .541 at .63 / .56
+    /// / .59, below dense (.557 / .589 / .599); 0.8 .600 / .627 / .624;
+    /// 0.85 .636 / .665 / .661 at .63 / .50 / .56; **0.9 .653 / .685 / .675
+    /// at .57 / .46 / .50**; 0.95 .660 / .697 / .679 at .56 / .43 / .44.
     /// Episodes are untouched: the generated probes and LoCoMo do not move
     /// (0 numbers differ). With every turn written as a fact (`--kind
     /// fact`) LoCoMo nDCG@10 goes from .346 to .561 (.578 as episodes), and
