@@ -473,8 +473,9 @@ fn texts(corpus: &Corpus) -> Vec<String> {
 }
 
 /// The rankers: the engine's defaults, dense and BM25; with `ablations`,
-/// also the engine without one factor at a time (kind weights all 1, no
-/// decay, no drift demotion, no newer-version lift, the lift of facts by
+/// also the engine without one factor at a time (kind weights all 1, the
+/// same without drift demotion either, no decay, no drift demotion, no
+/// newer-version lift, the lift of facts by
 /// similarity alone without `update_relevance_share`) and the fusion alone
 /// (no gate, floors, decay or lift), to see what each factor does to the
 /// order.
@@ -485,21 +486,20 @@ fn rankers(ablations: bool) -> Vec<Ranker> {
         Ranker::bm25(),
     ];
     if ablations {
-        let flat = KindWeights {
-            pitfall: 1.0,
-            convention: 1.0,
-            note: 1.0,
-            session_outcome: 1.0,
-            preference: 1.0,
-            fact: 1.0,
-            episode: 1.0,
-        };
         let defaults = ScoringConfig::default;
         rankers.extend([
             Ranker::engine(
                 "engine, kinds 1",
                 ScoringConfig {
-                    kind_weights: flat,
+                    kind_weights: KindWeights::flat(),
+                    ..defaults()
+                },
+            ),
+            Ranker::engine(
+                "engine, kinds 1, no drift",
+                ScoringConfig {
+                    kind_weights: KindWeights::flat(),
+                    drift_factor: 1.0,
                     ..defaults()
                 },
             ),

@@ -13,7 +13,8 @@
 //! Rankers are scorer settings: the engine's (defaults unless a sweep says
 //! otherwise) and two baselines for "the hybrid must never lose to its
 //! better half": `dense` (cosine only) and `bm25` (BM25 only), both without
-//! decay or abstention, over the same candidate union.
+//! decay, kind weights, drift demotion or abstention, over the same
+//! candidate union.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -220,6 +221,17 @@ pub fn ungated() -> ScoringConfig {
     }
 }
 
+/// A baseline's base: [`ungated`] with every kind weighing the same and no
+/// drift demotion, so a half of the relevance ranks on its own. (LongMemEval
+/// and LoCoMo write one kind and mark no drift: there it is `ungated`.)
+fn half() -> ScoringConfig {
+    ScoringConfig {
+        kind_weights: recall::KindWeights::flat(),
+        drift_factor: 1.0,
+        ..ungated()
+    }
+}
+
 /// A named scorer setting.
 #[derive(Debug, Clone, Serialize)]
 pub struct Ranker {
@@ -241,22 +253,23 @@ impl Ranker {
         }
     }
 
-    /// Cosine only: no lexical part, no decay, no abstention gate, no
-    /// newer-version lift.
+    /// Cosine only: no lexical part, and none of the engine's other
+    /// factors (no decay, kind weights, drift demotion, abstention gate or
+    /// newer-version lift).
     pub fn dense() -> Ranker {
         Ranker {
             name: "dense".into(),
             scoring: ScoringConfig {
                 vector_weight: 1.0,
                 lexical_weight: 0.0,
-                ..ungated()
+                ..half()
             },
             judged_on_abstention: false,
         }
     }
 
-    /// BM25 only (saturation is monotone, so the order is raw BM25's), no
-    /// decay, gate or newer-version lift.
+    /// BM25 only (saturation is monotone, so the order is raw BM25's), and
+    /// none of the engine's other factors, as for [`Ranker::dense`].
     pub fn bm25() -> Ranker {
         Ranker {
             name: "bm25".into(),
@@ -264,7 +277,7 @@ impl Ranker {
                 vector_weight: 0.0,
                 lexical_weight: 1.0,
                 bm25: Bm25Normalization::Saturation { k: 10.0 },
-                ..ungated()
+                ..half()
             },
             judged_on_abstention: false,
         }

@@ -95,6 +95,25 @@ impl Default for KindWeights {
 }
 
 impl KindWeights {
+    /// Every kind weighs 1: the order is relevance (and the other factors)
+    /// alone. For baselines and ablations.
+    ///
+    /// ```
+    /// use recall::{Kind, KindWeights};
+    /// assert_eq!(KindWeights::flat().of(Kind::Pitfall), KindWeights::flat().of(Kind::Episode));
+    /// ```
+    pub fn flat() -> KindWeights {
+        KindWeights {
+            pitfall: 1.0,
+            convention: 1.0,
+            note: 1.0,
+            session_outcome: 1.0,
+            preference: 1.0,
+            fact: 1.0,
+            episode: 1.0,
+        }
+    }
+
     /// The weight of `kind`.
     pub fn of(&self, kind: Kind) -> f32 {
         match kind {
@@ -280,10 +299,12 @@ pub struct ScoringConfig {
     /// Default 0.9. `recall-bench corpus --ablations` (3,000 facts, 300
     /// questions, seeds 42 / 43 / 44), nDCG@10 and knowledge-update
     /// newest-first: no lift .635 / .682 / .665 at .35 / .30 / .32; `None`
-    /// (similarity alone, the rule before) .525 / .524 / .541 at .63 / .56
-    /// / .59, below dense (.557 / .589 / .599); 0.8 .600 / .627 / .624;
-    /// 0.85 .636 / .665 / .661 at .63 / .50 / .56; **0.9 .653 / .685 / .675
-    /// at .57 / .46 / .50**; 0.95 .660 / .697 / .679 at .56 / .43 / .44.
+    /// (similarity alone, the rule before) .526 / .524 / .541 at .63 / .56
+    /// / .59; 0.8 .600 / .627 / .624; 0.85 .636 / .665 / .661 at .63 / .50
+    /// / .56; **0.9 .654 / .685 / .675 at .57 / .46 / .50**; 0.95 .660 /
+    /// .697 / .679 at .56 / .43 / .44. (All with the default kind weights
+    /// and drift demotion, which cost these fact-seeking questions most of
+    /// their rank: without both, 0.9 gives .938 / .930 / .939.)
     /// Episodes are untouched: the generated probes and LoCoMo do not move
     /// (0 numbers differ). With every turn written as a fact (`--kind
     /// fact`) LoCoMo nDCG@10 goes from .346 to .561 (.578 as episodes), and
