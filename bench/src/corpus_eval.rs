@@ -43,7 +43,7 @@ use uuid::Uuid;
 
 use crate::eval::{Ranker, Report};
 use crate::metrics::{Tally, ranked_units, score_question};
-use crate::report::{bar, markdown, markdown_path, write_json};
+use crate::report::{bar, cell, markdown, markdown_path, write_json};
 use crate::speed::DIM;
 use crate::vector_cache::{self, VectorCache};
 
@@ -163,7 +163,6 @@ pub struct Merge {
 pub struct Written {
     engine: Engine,
     _dir: tempfile::TempDir,
-    clock: Arc<FixedClock>,
     /// Memory → the keys of the writes it holds.
     keys_of: HashMap<Uuid, Vec<String>>,
     /// Write key → its memory.
@@ -266,31 +265,27 @@ pub async fn write(
                 (None, similar_to.iter().map(|s| s.id).collect())
             }
         };
-        let add = |tally: &mut (usize, usize), right: bool| {
-            tally.0 += usize::from(right);
-            tally.1 += 1;
-        };
         match &w.role {
-            Role::Original => add(&mut path.facts_merged, deduplicated_into.is_some()),
-            Role::Repeat(of) => add(
+            Role::Original => count(&mut path.facts_merged, deduplicated_into.is_some()),
+            Role::Repeat(of) => count(
                 &mut path.repeats_deduplicated,
                 deduplicated_into.is_some() && deduplicated_into == original(of),
             ),
             Role::Paraphrase(of) => {
                 let of = original(of);
-                add(
+                count(
                     &mut path.paraphrases_deduplicated,
                     deduplicated_into.is_some() && deduplicated_into == of,
                 );
-                add(
+                count(
                     &mut path.paraphrases_flagged_similar,
                     of.is_some_and(|o| similar.contains(&o)),
                 );
             }
             Role::Update(of) => {
                 let of = original(of);
-                add(&mut path.updates_stored_apart, deduplicated_into.is_none());
-                add(
+                count(&mut path.updates_stored_apart, deduplicated_into.is_none());
+                count(
                     &mut path.updates_flagged_similar,
                     of.is_some_and(|o| similar.contains(&o)),
                 );
@@ -300,7 +295,6 @@ pub async fn write(
     Ok(Written {
         engine,
         _dir: dir,
-        clock,
         keys_of,
         memory_of,
         banks,
@@ -346,9 +340,9 @@ impl Written {
         query_vectors: Option<&[Vec<f32>]>,
         ranker: &Ranker,
         ks: &[usize],
+        now: chrono::DateTime<chrono::Utc>,
     ) -> anyhow::Result<Judged> {
         let depth = ks.iter().copied().max().unwrap_or(10);
-        let now = self.clock_now();
         let mut judged = Judged::default();
         for (i, q) in queries.iter().enumerate() {
             let banks = self.banks.get(&q.tenant).cloned().unwrap_or_default();
@@ -450,10 +444,6 @@ impl Written {
             "abstained": abstained,
             "hits": hits,
         })
-    }
-
-    fn clock_now(&self) -> chrono::DateTime<chrono::Utc> {
-        recall::Clock::now(self.clock.as_ref())
     }
 }
 
@@ -585,7 +575,7 @@ pub async fn run_corpus(
     for (n, ranker) in rankers(ablations).iter().enumerate() {
         let query_vectors = synthetic.as_ref().map(|s| s.1.as_slice());
         let judged = written
-            .judge(&corpus.queries, query_vectors, ranker, ks)
+            .judge(&corpus.queries, query_vectors, ranker, ks, corpus.asked_at)
             .await?;
         if n == 0 {
             drift_flagged = judged.drift_flagged;
@@ -602,10 +592,6 @@ pub async fn run_corpus(
         traces,
         merges: written.merges,
     })
-}
-
-fn cell(v: Option<f64>) -> String {
-    v.map_or_else(|| "–".to_string(), |v| format!("{v:.3}"))
 }
 
 /// The write-path table.

@@ -19,7 +19,8 @@ pub fn bar(len: u64, label: &str) -> ProgressBar {
     bar
 }
 
-fn cell(v: Option<f64>) -> String {
+/// A metric as a table cell: three decimals, or `–` when there is none.
+pub(crate) fn cell(v: Option<f64>) -> String {
     v.map_or_else(|| "–".to_string(), |v| format!("{v:.3}"))
 }
 

@@ -699,15 +699,9 @@ pub fn generate(config: &CorpusConfig) -> Corpus {
             let of_group = order.iter().filter(|&&i| group_of(&facts[i]) == group);
             chosen.extend(of_group.take(quota).copied());
         }
-        let rest: Vec<usize> = order
-            .iter()
-            .filter(|i| !chosen.contains(i))
-            .copied()
-            .collect();
-        chosen.extend(
-            rest.into_iter()
-                .take(answerable.saturating_sub(chosen.len())),
-        );
+        let taken: BTreeSet<usize> = chosen.iter().copied().collect();
+        let more = answerable.saturating_sub(chosen.len());
+        chosen.extend(order.iter().filter(|i| !taken.contains(i)).take(more));
         for i in chosen {
             let f = &facts[i];
             let (gold, stale) = match &f.update {
