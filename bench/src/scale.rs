@@ -9,8 +9,9 @@
 //! apart), the share of near copies of stored memories (cosine
 //! 0.83–0.98, dedup band and similar band apart) whose write finds the
 //! original, `remember` p50/p99, recall p50/p99 (query vector given), the
-//! vector stage's recall@10 against the exact scan, batched throughput of
-//! the vector stage in a rayon pool of 1 and of 2 threads, end-to-end
+//! vector stage's recall@10 against the exact scan, throughput of the
+//! vector stage over a batch in a rayon pool of 1 and of 2 threads (the
+//! batch in one call, and query by query), end-to-end
 //! recall throughput with 1 and 2 concurrent callers, and the process's
 //! peak RSS so far (VmHWM: sizes run in order in one process, so it is the
 //! peak up to and including that size).
@@ -53,19 +54,39 @@ fn peak_rss_mib() -> Option<f64> {
     Some(kib / 1024.0)
 }
 
+/// How the vector stage is handed a batch of queries.
+#[derive(Clone, Copy)]
+enum Batching {
+    /// One [`VectorSet::nearest_many`] call for the whole batch: each tile
+    /// of sign codes is read once for all the queries.
+    Together,
+    /// [`VectorSet::nearest`] per query, the queries spread over the pool
+    /// (and each query's scan over its chunks, where threads are idle): what
+    /// concurrent recalls do.
+    OneByOne,
+}
+
 /// Queries per second of the vector stage over the batch `queries` in a
-/// rayon pool of `threads` threads: the batch is spread over the pool (and
-/// each query's scan over its chunks, where threads are idle).
-fn scan_throughput(set: &VectorSet, queries: &[Vec<f32>], threads: usize) -> anyhow::Result<f64> {
+/// rayon pool of `threads` threads.
+fn scan_throughput(
+    set: &VectorSet,
+    queries: &[Vec<f32>],
+    threads: usize,
+    batching: Batching,
+) -> anyhow::Result<f64> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()?;
     let scan = ScanConfig::default();
+    let refs: Vec<&[f32]> = queries.iter().map(Vec::as_slice).collect();
     let started = Instant::now();
-    pool.install(|| {
-        queries.par_iter().for_each(|q| {
+    pool.install(|| match batching {
+        Batching::Together => {
+            std::hint::black_box(set.nearest_many(&refs, 100, scan, |_, _| true));
+        }
+        Batching::OneByOne => refs.par_iter().for_each(|q| {
             std::hint::black_box(set.nearest(q, 100, scan, |_| true));
-        });
+        }),
     });
     Ok(queries.len() as f64 / started.elapsed().as_secs_f64())
 }
@@ -115,7 +136,7 @@ async fn near_copies_found(
 pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
     let mut rows = Vec::new();
     let mut md = String::from(
-        "| memories | import /s | near copies found ≥ 0.94 / < 0.94 | remember p50 / p99 ms | recall p50 / p99 ms | vector recall@10 vs exact | scan q/s 1 thr | 2 thr | × | recall q/s 1 caller | 2 callers | × | peak RSS MiB |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| memories | import /s | near copies found ≥ 0.94 / < 0.94 | remember p50 / p99 ms | recall p50 / p99 ms | vector recall@10 vs exact | batched scan q/s 1 thr | 2 thr | × | one-by-one scan q/s 1 thr | 2 thr | × | recall q/s 1 caller | 2 callers | × | peak RSS MiB |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     let (mut p50s, mut p99s) = (Vec::new(), Vec::new());
     for &n in &args.sizes {
@@ -224,8 +245,10 @@ pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
         }
         let vector_recall = overlap as f64 / (probes * 10) as f64;
         let batch: Vec<Vec<f32>> = queries.iter().map(|q| q.1.clone()).collect();
-        let one = scan_throughput(&set, &batch, 1)?;
-        let two = scan_throughput(&set, &batch, 2)?;
+        let one = scan_throughput(&set, &batch, 1, Batching::Together)?;
+        let two = scan_throughput(&set, &batch, 2, Batching::Together)?;
+        let alone_one = scan_throughput(&set, &batch, 1, Batching::OneByOne)?;
+        let alone_two = scan_throughput(&set, &batch, 2, Batching::OneByOne)?;
         drop(set);
         let rss = peak_rss_mib();
 
@@ -233,10 +256,11 @@ pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
         p50s.push((n as f64, p50));
         p99s.push((n as f64, p99));
         md.push_str(&format!(
-            "| {n} | {import_rate:.0} | {dedup_found:.3} / {similar_found:.3} | {:.2} / {:.2} | {p50:.2} / {p99:.2} | {vector_recall:.3} | {one:.0} | {two:.0} | {:.2} | {:.0} | {:.0} | {:.2} | {} |\n",
+            "| {n} | {import_rate:.0} | {dedup_found:.3} / {similar_found:.3} | {:.2} / {:.2} | {p50:.2} / {p99:.2} | {vector_recall:.3} | {one:.0} | {two:.0} | {:.2} | {alone_one:.0} | {alone_two:.0} | {:.2} | {:.0} | {:.0} | {:.2} | {} |\n",
             percentile(&remember_ms, 50.0),
             percentile(&remember_ms, 99.0),
             two / one,
+            alone_two / alone_one,
             callers_qps[0],
             callers_qps[1],
             callers_qps[1] / callers_qps[0],
@@ -256,6 +280,9 @@ pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
             "scan_qps_1_thread": one,
             "scan_qps_2_threads": two,
             "scan_speedup_2_vs_1": two / one,
+            "scan_one_by_one_qps_1_thread": alone_one,
+            "scan_one_by_one_qps_2_threads": alone_two,
+            "scan_one_by_one_speedup_2_vs_1": alone_two / alone_one,
             "recall_qps_1_caller": callers_qps[0],
             "recall_qps_2_callers": callers_qps[1],
             "peak_rss_mib": rss,

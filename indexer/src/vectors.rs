@@ -22,6 +22,7 @@ use crate::near::sign_distance_bound;
 use crate::partitions::{ASSIGN_BATCH, List, PARTITION_FROM, Partitions, most_similar};
 
 mod batched;
+mod full_pass;
 
 /// Rows per rayon task.
 const CHUNK_ROWS: usize = 2048;
@@ -31,6 +32,9 @@ const CHUNK_ROWS: usize = 2048;
 const BATCHED_CENTROIDS_FROM: usize = 32;
 /// Re-scoring pools at least this large are spread over the pool.
 const PARALLEL_RESCORE_FROM: usize = 256;
+/// Batches of at least this many queries that pass over every row read
+/// each tile of codes once for all of them (`full_pass.rs`).
+const BATCHED_FULL_PASS_FROM: usize = 2;
 
 /// How the nearest-neighbour scan trades exactness for speed.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -240,7 +244,10 @@ impl VectorSet {
     /// about `(query index, owner)`. In a partitioned tenant probed below
     /// its full size, a batch of 32 or more queries gets its similarities
     /// to the centroids from one matrix product instead of a pass over the
-    /// centroids per query.
+    /// centroids per query, and each probed list is read once for all the
+    /// queries that probe it. A batch that passes over every row reads each
+    /// stretch of sign codes once for all its queries. Either way a query's
+    /// hits are those it gets alone.
     ///
     /// ```
     /// use recall_indexer::{ScanConfig, VectorSet};
@@ -309,6 +316,14 @@ impl VectorSet {
         };
         if let Some((p, sims)) = &sims {
             return self.coded_batch(p, queries, sims, k, scan, &accept);
+        }
+        let lists_probed = self.partitions.is_some() && scan.probe_share < 1.0;
+        if !lists_probed && queries.len() >= BATCHED_FULL_PASS_FROM {
+            return self
+                .full_pass_batch(queries, k, scan, &accept)
+                .into_iter()
+                .map(|hits| (hits, None))
+                .collect();
         }
         queries
             .par_iter()
