@@ -11,6 +11,9 @@ use recall_bench::{TENANT, banks, corpus, fill, open_engine, to_new};
 use recall_datasets::query_near;
 use recall_indexer::{ScanConfig, VectorSet};
 
+/// Queries in the batched scan bench.
+const BATCH_QUERIES: usize = 64;
+
 fn vector_scan(c: &mut Criterion) {
     let mut group = c.benchmark_group("vector_scan");
     for n in [10_000usize, 100_000] {
@@ -30,6 +33,15 @@ fn vector_scan(c: &mut Criterion) {
         };
         group.bench_with_input(BenchmarkId::new("coded", n), &n, |b, _| {
             b.iter(|| set.nearest(&query, 100, coded, |_| true))
+        });
+        // A batch in one call: rows × queries compared per second.
+        let batch: Vec<Vec<f32>> = (0..BATCH_QUERIES)
+            .map(|q| query_near(100 + q as u64, &data[(q * 7_919) % n].vector))
+            .collect();
+        let batch: Vec<&[f32]> = batch.iter().map(Vec::as_slice).collect();
+        group.throughput(Throughput::Elements((n * BATCH_QUERIES) as u64));
+        group.bench_with_input(BenchmarkId::new("coded_batch_64", n), &n, |b, _| {
+            b.iter(|| set.nearest_many(&batch, 100, coded, |_, _| true))
         });
     }
     group.finish();

@@ -4,10 +4,12 @@
 //! (48 MB at a million 384-dimension rows) for a few bit counts per row: it
 //! is bound by memory bandwidth, which the cores share. A batch spread over
 //! 2 threads that way ran 1.51–2.07× as fast as on 1 at a million rows
-//! (`recall-bench scale`, 233–239 q/s on 1 thread). Here a tile of codes is
-//! read once for a group of queries and compared with each while it sits
-//! in cache, so the pass is bound by the bit counts, which scale with the
-//! cores: 443–474 q/s on 1 thread and 1.95–2.08× that on 2, in the same runs.
+//! (`recall-bench scale`, five runs, 233–245 q/s on 1 thread). Here a tile
+//! of codes is read once for a group of queries and compared with each
+//! while it sits in cache, so the pass is bound by the bit counts, which
+//! scale with the cores: 443–485 q/s on 1 thread and 1.95–2.08× that on 2,
+//! in the same runs. At 100k rows the codes fit in the last-level cache and
+//! the two ways are within run-to-run noise.
 //!
 //! A task compares a group of queries with a stretch of rows: a batch of a
 //! few hundred has enough groups for each to pass over all the rows, a
@@ -29,15 +31,16 @@ const GROUP_QUERIES: usize = 16;
 /// Tasks per thread: a few, so a thread that finishes early takes another.
 const TASKS_PER_THREAD: usize = 4;
 
-/// One query's rows within its running cut-off, in one stretch, in row order.
+/// One query's rows within its running cut-off, in one task, in row order.
 struct Kept {
     rows: Vec<u32>,
     distances: Vec<u32>,
     /// How many kept rows lie at each distance.
     histogram: Vec<u32>,
-    /// No row beyond this distance can be among the query's `pool` closest:
-    /// `pool` rows of this stretch already lie within it.
-    cutoff: u32,
+    /// Later rows are kept only below this distance. Once `pool` kept rows
+    /// lie within distance `t`, no later row at `t` or beyond can be among
+    /// the query's `pool` closest: ties go to the earlier rows.
+    admit: u32,
 }
 
 impl Kept {
@@ -46,7 +49,7 @@ impl Kept {
             rows: Vec::new(),
             distances: Vec::new(),
             histogram: vec![0; max_distance + 1],
-            cutoff: limit,
+            admit: limit + 1,
         }
     }
 
@@ -56,9 +59,10 @@ impl Kept {
         self.histogram[distance as usize] += 1;
     }
 
-    /// Lowers the cut-off to the smallest distance within which `pool` kept
-    /// rows lie, and drops the rows beyond it (all rows at the cut-off stay,
-    /// so the ties can be broken in row order later).
+    /// Finds the smallest distance `t` within which `pool` kept rows lie,
+    /// admits later rows only below it, and drops the kept rows beyond it
+    /// (those at `t` stay: whether they are needed depends on the rows
+    /// other tasks found before them).
     fn tighten(&mut self, pool: usize) {
         let mut within = 0usize;
         let Some(cutoff) = self.histogram.iter().position(|n| {
@@ -67,12 +71,11 @@ impl Kept {
         }) else {
             return;
         };
-        self.cutoff = self.cutoff.min(cutoff as u32);
-        let cutoff = self.cutoff;
-        self.histogram[cutoff as usize + 1..].fill(0);
+        self.admit = self.admit.min(cutoff as u32);
+        self.histogram[cutoff + 1..].fill(0);
         let mut kept = 0;
         for i in 0..self.rows.len() {
-            if self.distances[i] <= cutoff {
+            if self.distances[i] as usize <= cutoff {
                 self.rows[kept] = self.rows[i];
                 self.distances[kept] = self.distances[i];
                 kept += 1;
@@ -137,9 +140,9 @@ impl VectorSet {
                     for (j, (code, kept)) in codes.iter().zip(&mut kept).enumerate() {
                         let Some(code) = code else { continue };
                         hamming(tile_codes, code, out);
-                        let cutoff = kept.cutoff;
+                        let admit = kept.admit;
                         for (at, d) in out.iter().enumerate() {
-                            if *d <= cutoff && accept(first_query + j, self.owners[first + at]) {
+                            if *d < admit && accept(first_query + j, self.owners[first + at]) {
                                 kept.push((first + at) as u32, *d);
                             }
                         }
