@@ -12,7 +12,7 @@
 //! vector stage's recall@10 against the exact scan, throughput of the
 //! vector stage over a batch in a rayon pool of 1 and of 2 threads (the
 //! batch in one call, and query by query), end-to-end
-//! recall throughput with 1 and 2 concurrent callers, and the process's
+//! recall throughput with 1 and 2 concurrent callers, one review queue, and the process's
 //! peak RSS so far (VmHWM: sizes run in order in one process, so it is the
 //! peak up to and including that size).
 
@@ -145,7 +145,7 @@ async fn near_copies_found(
 pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
     let mut rows = Vec::new();
     let mut md = String::from(
-        "| memories | import /s | near copies found ≥ 0.94 / < 0.94 | remember p50 / p99 ms | recall p50 / p99 ms | vector recall@10 vs exact | batched scan q/s 1 thr | 2 thr | × | one-by-one scan q/s 1 thr | 2 thr | × | recall q/s 1 caller | 2 callers | × | peak RSS MiB |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| memories | import /s | near copies found ≥ 0.94 / < 0.94 | remember p50 / p99 ms | recall p50 / p99 ms | vector recall@10 vs exact | batched scan q/s 1 thr | 2 thr | × | one-by-one scan q/s 1 thr | 2 thr | × | recall q/s 1 caller | 2 callers | × | review queue ms (similar pairs) | peak RSS MiB |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     let (mut p50s, mut p99s) = (Vec::new(), Vec::new());
     for &n in &args.sizes {
@@ -183,6 +183,13 @@ pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
         remember_ms.sort_by(f64::total_cmp);
         let (dedup_found, similar_found) =
             near_copies_found(&engine, base, &ids, WriteConfig::default().dedup_threshold).await?;
+
+        // The review queue, whose similar-pair search asks for the
+        // neighbours of the most recent memories (the near copies just
+        // written among them).
+        let reviewing = Instant::now();
+        let similar_pairs = engine.review_queue(TENANT).await?.similar.len();
+        let review_ms = reviewing.elapsed().as_secs_f64() * 1e3;
 
         let readable = banks(&data);
         let queries: Vec<(String, Vec<f32>)> = (0..args.queries)
@@ -265,7 +272,7 @@ pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
         p50s.push((n as f64, p50));
         p99s.push((n as f64, p99));
         md.push_str(&format!(
-            "| {n} | {import_rate:.0} | {dedup_found:.3} / {similar_found:.3} | {:.2} / {:.2} | {p50:.2} / {p99:.2} | {vector_recall:.3} | {one:.0} | {two:.0} | {:.2} | {alone_one:.0} | {alone_two:.0} | {:.2} | {:.0} | {:.0} | {:.2} | {} |\n",
+            "| {n} | {import_rate:.0} | {dedup_found:.3} / {similar_found:.3} | {:.2} / {:.2} | {p50:.2} / {p99:.2} | {vector_recall:.3} | {one:.0} | {two:.0} | {:.2} | {alone_one:.0} | {alone_two:.0} | {:.2} | {:.0} | {:.0} | {:.2} | {review_ms:.0} ({similar_pairs}) | {} |\n",
             percentile(&remember_ms, 50.0),
             percentile(&remember_ms, 99.0),
             two / one,
@@ -294,6 +301,8 @@ pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
             "scan_one_by_one_speedup_2_vs_1": alone_two / alone_one,
             "recall_qps_1_caller": callers_qps[0],
             "recall_qps_2_callers": callers_qps[1],
+            "review_queue_ms": review_ms,
+            "review_similar_pairs": similar_pairs,
             "peak_rss_mib": rss,
         }));
         println!("{md}");
