@@ -8,6 +8,7 @@ use recall::{
     BRIEFING_HEADER, Config, Engine, FixedClock, Kind, ModelSource, NewMemory, ScanConfig,
     ScoringConfig, Source,
 };
+use recall_datasets::{near_copy, synthetic_corpus};
 use uuid::Uuid;
 
 use super::{BANK, TENANT, model, note, open, open_at, t0};
@@ -620,34 +621,6 @@ async fn a_store_written_without_a_model_is_backfilled_and_then_semantic() {
 const TWO_SENTENCES: &str =
     "My new manager, Marcus, wants weekly one-on-ones. How should I prepare for an interview?";
 
-/// A pseudo-random unit vector of the model's width (xorshift, so seeded).
-fn direction(seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let v: Vec<f32> = (0..384)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s % 2001) as f32 / 1000.0 - 1.0
-        })
-        .collect();
-    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    v.into_iter().map(|x| x / norm).collect()
-}
-
-/// A unit vector at exactly `cosine` to the unit vector `base`.
-fn at_cosine(base: &[f32], seed: u64, cosine: f32) -> Vec<f32> {
-    let noise = direction(seed);
-    let along: f32 = noise.iter().zip(base).map(|(n, b)| n * b).sum();
-    let across: Vec<f32> = noise.iter().zip(base).map(|(n, b)| n - along * b).collect();
-    let norm = across.iter().map(|x| x * x).sum::<f32>().sqrt();
-    let sine = (1.0 - cosine * cosine).sqrt();
-    base.iter()
-        .zip(&across)
-        .map(|(b, a)| cosine * b + sine * a / norm)
-        .collect()
-}
-
 #[tokio::test]
 async fn similar_pairs_in_one_bank_are_queued_for_review_whatever_the_scan() {
     // The exact scan, and the sign-code pass over every row in a batch.
@@ -662,21 +635,26 @@ async fn similar_pairs_in_one_bank_are_queued_for_review_whatever_the_scan() {
         };
         let config = Config::new(dir.path()).model(model()).scoring(scoring);
         let engine = Engine::open(config).await.unwrap();
-        let base = direction(1);
+        let base = synthetic_corpus(1, 1, 384, 1).remove(0).vector;
         let write = |bank: &str, text: &str, vector: Vec<f32>| {
             let memory = NewMemory::new(TENANT, bank, Kind::Note, text).vector(vector);
             let engine = engine.clone();
             async move { engine.remember(memory).await.unwrap().id() }
         };
         let older = write(BANK, "the original", base.clone()).await;
-        let newer = write(BANK, "a near rewording", at_cosine(&base, 2, 0.88)).await;
+        let newer = write(BANK, "a near rewording", near_copy(2, &base, 0.88)).await;
         // Near, but in another bank; too far; forgotten.
-        write("repo:web", "near, elsewhere", at_cosine(&base, 3, 0.88)).await;
-        write(BANK, "only related", at_cosine(&base, 4, 0.6)).await;
-        let gone = write(BANK, "near, forgotten", at_cosine(&base, 5, 0.9)).await;
+        write("repo:web", "near, elsewhere", near_copy(3, &base, 0.88)).await;
+        write(BANK, "only related", near_copy(4, &base, 0.6)).await;
+        let gone = write(BANK, "near, forgotten", near_copy(5, &base, 0.9)).await;
         engine.forget(TENANT, gone).await.unwrap();
         for seed in 10..60 {
-            write(BANK, &format!("unrelated {seed}"), direction(seed)).await;
+            write(
+                BANK,
+                &format!("unrelated {seed}"),
+                near_copy(seed, &base, 0.0),
+            )
+            .await;
         }
         let queue = engine.review_queue(TENANT).await.unwrap();
         let pairs: Vec<(Uuid, Uuid, f32)> = queue
