@@ -15,7 +15,8 @@
 //!   it replaces loses the new value); distinct facts merged into another
 //!   memory (lost); deduplications across tenants (must be 0);
 //! - **recall** per group (`plain`, `repeated`, `paraphrased`, `updated`,
-//!   `drifted`): recall_any@k, recall_all@k, nDCG@k, MRR against the gold
+//!   `drifted`, and `task`: what to watch out for before a change, whose
+//!   answers are pitfalls and conventions): recall_any@k, recall_all@k, nDCG@k, MRR against the gold
 //!   writes (a hit credits every write held by its memory), abstention
 //!   accuracy over the answerable and the `unanswerable` questions,
 //!   newest-first on the updated facts (the first hit holding the answer
@@ -68,6 +69,10 @@ pub struct CorpusArgs {
     /// Questions over all tenants.
     #[arg(long, default_value_t = 300)]
     pub queries: usize,
+    /// Questions before a change ("what should I watch out for?"), over
+    /// all tenants, on top of `--queries`: group `task`.
+    #[arg(long, default_value_t = 60)]
+    pub tasks: usize,
     /// Seed; same seed and sizes, same corpus.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
@@ -115,6 +120,7 @@ impl CorpusArgs {
             facts: self.facts,
             tenants: self.tenants,
             queries: self.queries,
+            task_queries: self.tasks,
             repeat_share: self.repeat_share,
             paraphrase_share: self.paraphrase_share,
             update_share: self.update_share,

@@ -12,6 +12,7 @@ fn args(dir: &Path, vectors: VectorMode, facts: usize, queries: usize) -> Corpus
         facts,
         tenants: 3,
         queries,
+        tasks: 12,
         seed: 5,
         repeat_share: 0.2,
         paraphrase_share: 0.2,
@@ -58,7 +59,7 @@ async fn near_copies_at_known_cosines_are_deduplicated_or_flagged_as_the_bands_s
     let traces = std::fs::read_to_string(dir.path().join("corpus.questions.jsonl")).unwrap();
     assert_eq!(
         traces.lines().count(),
-        3 * 60,
+        3 * (60 + 12),
         "one line per ranker and question"
     );
 }
@@ -74,7 +75,14 @@ async fn a_model_run_keeps_tenants_apart_and_flags_drifted_answers() {
     exactly(&out["write_path"]["cross_tenant_merges"], 0.0);
     exactly(&out["foreign_hits"], 0.0);
     exactly(&out["drift_flagged"], 1.0);
-    for group in ["plain", "repeated", "paraphrased", "updated", "drifted"] {
+    for group in [
+        "plain",
+        "repeated",
+        "paraphrased",
+        "updated",
+        "drifted",
+        "task",
+    ] {
         let n = out["groups"][group]["n"].as_u64().unwrap_or(0);
         assert!(n > 0, "no {group} questions: {}", out["groups"]);
     }

@@ -63,6 +63,11 @@ pub struct CorpusConfig {
     pub queries: usize,
     /// Share of the queries asking about a fact the tenant never wrote. Default 0.1.
     pub unanswerable_share: f64,
+    /// Questions an agent asks before it changes part of a service ("what
+    /// should I watch out for?"), over all tenants, on top of `queries`:
+    /// their answers are the pitfalls and conventions about that part, the
+    /// memories kind weights exist to put first. Default 60.
+    pub task_queries: usize,
     /// When the year of writes starts. Default 2025-01-01.
     pub start: DateTime<Utc>,
     /// Days the writes span (queries are asked at the end). Default 365.
@@ -82,6 +87,7 @@ impl Default for CorpusConfig {
             personal_share: 0.3,
             queries: 300,
             unanswerable_share: 0.1,
+            task_queries: 60,
             start: Utc
                 .with_ymd_and_hms(2025, 1, 1, 0, 0, 0)
                 .single()
@@ -145,8 +151,10 @@ pub struct CorpusQuery {
     pub tenant: String,
     /// What is asked.
     pub text: String,
-    /// `plain`, `repeated`, `paraphrased`, `updated`, `drifted` or
-    /// `unanswerable`.
+    /// `plain`, `repeated`, `paraphrased`, `updated`, `drifted`,
+    /// `unanswerable`, or `task` (what to watch out for before a change;
+    /// gold: the current versions of the pitfalls and conventions about
+    /// that part of the service).
     pub group: &'static str,
     /// Keys of the writes that state the answer (empty: unanswerable).
     pub gold: Vec<String>,
@@ -433,6 +441,12 @@ const NAMES: &[&str] = &[
 ];
 const TENANTS: &[&str] = &["acme", "globex", "initech", "umbrella", "hooli"];
 
+/// What an agent asks before it changes part of a service.
+const TASK_ASKS: &str = "I'm about to change how {S} handles the {T}. What should I watch out for?";
+/// Mixed into the seed for the task questions' own random stream: drawing
+/// them leaves every other part of the corpus as it was without them.
+const TASK_STREAM: u64 = 0x7A5C_D15E_A5E5_0001;
+
 /// A fact's identity: family, subject (service or person),
 /// thing (engineering) and round (subjects get a suffix once every
 /// combination is used).
@@ -552,6 +566,23 @@ struct Fact {
     element: Option<String>,
 }
 
+impl Fact {
+    /// The keys of the writes that state its current value, and of those an
+    /// update replaced.
+    fn versions(&self) -> (Vec<String>, Vec<String>) {
+        let said = [
+            Some(&self.original),
+            self.repeat.as_ref(),
+            self.paraphrase.as_ref(),
+        ];
+        let said: Vec<String> = said.into_iter().flatten().cloned().collect();
+        match &self.update {
+            Some(update) => (vec![update.clone()], said),
+            None => (said, Vec::new()),
+        }
+    }
+}
+
 /// Generates a corpus. Deterministic in `config`.
 ///
 /// ```
@@ -573,6 +604,8 @@ pub fn generate(config: &CorpusConfig) -> Corpus {
     };
     let chance = |rng: &mut ChaCha8Rng, p: f64| rng.random_bool(p.clamp(0.0, 1.0));
     let (mut writes, mut drifts, mut queries) = (Vec::new(), Vec::new(), Vec::new());
+    let mut task_rng = ChaCha8Rng::seed_from_u64(config.seed ^ TASK_STREAM);
+    let mut tasks = Vec::new();
     for t in 0..tenants {
         let tenant = match TENANTS.get(t) {
             Some(name) => name.to_string(),
@@ -704,19 +737,7 @@ pub fn generate(config: &CorpusConfig) -> Corpus {
         chosen.extend(order.iter().filter(|i| !taken.contains(i)).take(more));
         for i in chosen {
             let f = &facts[i];
-            let (gold, stale) = match &f.update {
-                Some(update) => {
-                    let older = [Some(&f.original), f.repeat.as_ref(), f.paraphrase.as_ref()];
-                    (
-                        vec![update.clone()],
-                        older.into_iter().flatten().cloned().collect(),
-                    )
-                }
-                None => {
-                    let same = [Some(&f.original), f.repeat.as_ref(), f.paraphrase.as_ref()];
-                    (same.into_iter().flatten().cloned().collect(), Vec::new())
-                }
-            };
+            let (gold, stale) = f.versions();
             queries.push(CorpusQuery {
                 id: format!("{tenant}/q{}", queries.len()),
                 tenant: tenant.clone(),
@@ -738,7 +759,36 @@ pub fn generate(config: &CorpusConfig) -> Corpus {
                 drifted: false,
             });
         }
+
+        // Before a change to one part of a service: its pitfalls and
+        // conventions, current versions. The versions an update replaced
+        // are neither gold nor stale here (newest-first is measured on the
+        // fact questions).
+        let mut cautions: BTreeMap<(usize, usize, usize), (FactKey, Vec<String>)> = BTreeMap::new();
+        for f in &facts {
+            if matches!(f.key.family().kind, "pitfall" | "convention") {
+                let part = (f.key.subject, f.key.thing, f.key.round);
+                let entry = cautions.entry(part).or_insert_with(|| (f.key, Vec::new()));
+                entry.1.extend(f.versions().0);
+            }
+        }
+        let mut cautions: Vec<(FactKey, Vec<String>)> = cautions.into_values().collect();
+        cautions.shuffle(&mut task_rng);
+        let tasks_here =
+            config.task_queries / tenants + usize::from(t < config.task_queries % tenants);
+        for (key, gold) in cautions.into_iter().take(tasks_here) {
+            tasks.push(CorpusQuery {
+                id: format!("{tenant}/t{}", tasks.len()),
+                tenant: tenant.clone(),
+                text: key.fill(TASK_ASKS, ""),
+                group: "task",
+                gold,
+                stale: Vec::new(),
+                drifted: drifted.contains(&key.subject()),
+            });
+        }
     }
+    queries.extend(tasks);
     writes.sort_by(|a, b| a.at.cmp(&b.at).then_with(|| a.key.cmp(&b.key)));
     drifts.sort_by_key(|d| d.at);
     Corpus {
@@ -829,6 +879,7 @@ mod tests {
             paraphrase_share: 0.2,
             update_share: 0.2,
             drift_share: 0.3,
+            task_queries: 30,
             ..CorpusConfig::default()
         }
     }
@@ -876,7 +927,7 @@ mod tests {
             .iter()
             .map(|d| (d.tenant.as_str(), d.element.as_str()))
             .collect();
-        assert_eq!(c.queries.len(), 90);
+        assert_eq!(c.queries.len(), 90 + 30);
         let mut groups = BTreeSet::new();
         for q in &c.queries {
             groups.insert(q.group);
@@ -904,7 +955,60 @@ mod tests {
                 assert!(d.is_some_and(|d| q.gold.iter().all(|g| by_key[g.as_str()].at < d.at)));
             }
         }
-        assert_eq!(groups.len(), 6, "{groups:?}");
+        assert_eq!(groups.len(), 7, "{groups:?}");
+    }
+
+    #[test]
+    fn task_questions_ask_for_every_caution_about_one_part_and_change_nothing_else() {
+        let c = generate(&small());
+        let without = generate(&CorpusConfig {
+            task_queries: 0,
+            ..small()
+        });
+        assert_eq!((&c.writes, &c.drifts), (&without.writes, &without.drifts));
+        let (tasks, rest): (Vec<&CorpusQuery>, Vec<&CorpusQuery>) =
+            c.queries.iter().partition(|q| q.group == "task");
+        assert_eq!(rest, without.queries.iter().collect::<Vec<_>>());
+        assert_eq!(tasks.len(), 30);
+        // The originals an update replaced (with their repeats and paraphrases).
+        let replaced: BTreeSet<&str> = c
+            .writes
+            .iter()
+            .filter_map(|w| match &w.role {
+                Role::Update(of) => Some(of.as_str()),
+                _ => None,
+            })
+            .collect();
+        let original_of = |w: &CorpusWrite| match &w.role {
+            Role::Repeat(of) | Role::Paraphrase(of) | Role::Update(of) => of.clone(),
+            Role::Original => w.key.clone(),
+        };
+        for q in tasks {
+            let (element, thing) = q
+                .text
+                .strip_prefix("I'm about to change how ")
+                .and_then(|t| t.split_once(" handles the "))
+                .and_then(|(e, rest)| Some((e, rest.split_once('.')?.0)))
+                .unwrap_or_else(|| panic!("{}", q.text));
+            let cautions: BTreeSet<&str> = c
+                .writes
+                .iter()
+                .filter(|w| {
+                    w.tenant == q.tenant
+                        && w.element.as_deref() == Some(element)
+                        && matches!(w.kind, "pitfall" | "convention")
+                        && w.content
+                            .split(|c: char| !c.is_alphanumeric())
+                            .any(|word| word == thing)
+                        && (matches!(w.role, Role::Update(_))
+                            || !replaced.contains(original_of(w).as_str()))
+                })
+                .map(|w| w.key.as_str())
+                .collect();
+            let gold: BTreeSet<&str> = q.gold.iter().map(String::as_str).collect();
+            assert_eq!(gold, cautions, "{}", q.text);
+            assert!(q.stale.is_empty());
+        }
     }
 
     #[test]
