@@ -68,6 +68,11 @@ pub struct CorpusConfig {
     /// their answers are the pitfalls and conventions about that part, the
     /// memories kind weights exist to put first. Default 60.
     pub task_queries: usize,
+    /// Facts about each drifted service that the agent re-learns after the
+    /// drift (a new value, written after it), each asked about (group
+    /// `relearned`: gold the new value, stale the drifted old one). On top
+    /// of `queries`. Default 4.
+    pub relearned_per_drift: usize,
     /// When the year of writes starts. Default 2025-01-01.
     pub start: DateTime<Utc>,
     /// Days the writes span (queries are asked at the end). Default 365.
@@ -88,6 +93,7 @@ impl Default for CorpusConfig {
             queries: 300,
             unanswerable_share: 0.1,
             task_queries: 60,
+            relearned_per_drift: 4,
             start: Utc
                 .with_ymd_and_hms(2025, 1, 1, 0, 0, 0)
                 .single()
@@ -152,9 +158,10 @@ pub struct CorpusQuery {
     /// What is asked.
     pub text: String,
     /// `plain`, `repeated`, `paraphrased`, `updated`, `drifted`,
-    /// `unanswerable`, or `task` (what to watch out for before a change;
+    /// `unanswerable`, `task` (what to watch out for before a change;
     /// gold: the current versions of the pitfalls and conventions about
-    /// that part of the service).
+    /// that part of the service), or `relearned` (a fact of a drifted
+    /// service written again with a new value after the drift).
     pub group: &'static str,
     /// Keys of the writes that state the answer (empty: unanswerable).
     pub gold: Vec<String>,
@@ -446,6 +453,18 @@ const TASK_ASKS: &str = "I'm about to change how {S} handles the {T}. What shoul
 /// Mixed into the seed for the task questions' own random stream: drawing
 /// them leaves every other part of the corpus as it was without them.
 const TASK_STREAM: u64 = 0x7A5C_D15E_A5E5_0001;
+/// The same for the facts re-learned after a drift.
+const RELEARN_STREAM: u64 = 0x7A5C_D15E_A5E5_0002;
+
+/// The bank of the write keyed `key` (a fact's writes share one).
+fn bank_of(writes: &[CorpusWrite], key: &str) -> String {
+    writes
+        .iter()
+        .rev()
+        .find(|w| w.key == key)
+        .map(|w| w.bank.clone())
+        .unwrap_or_default()
+}
 
 /// A fact's identity: family, subject (service or person),
 /// thing (engineering) and round (subjects get a suffix once every
@@ -559,6 +578,10 @@ fn value(rng: &mut ChaCha8Rng, values: Values, not: Option<&str>) -> String {
 /// writes themselves.
 struct Fact {
     key: FactKey,
+    /// `<tenant>/f<i>`: its writes' keys start with it.
+    stem: String,
+    /// The value first written.
+    value: String,
     original: String,
     repeat: Option<String>,
     paraphrase: Option<String>,
@@ -606,6 +629,8 @@ pub fn generate(config: &CorpusConfig) -> Corpus {
     let (mut writes, mut drifts, mut queries) = (Vec::new(), Vec::new(), Vec::new());
     let mut task_rng = ChaCha8Rng::seed_from_u64(config.seed ^ TASK_STREAM);
     let mut tasks = Vec::new();
+    let mut relearn_rng = ChaCha8Rng::seed_from_u64(config.seed ^ RELEARN_STREAM);
+    let (mut relearned, mut relearned_writes) = (Vec::new(), Vec::new());
     for t in 0..tenants {
         let tenant = match TENANTS.get(t) {
             Some(name) => name.to_string(),
@@ -686,6 +711,8 @@ pub fn generate(config: &CorpusConfig) -> Corpus {
             };
             facts.push(Fact {
                 key,
+                stem,
+                value: old,
                 original,
                 repeat,
                 paraphrase,
@@ -735,7 +762,7 @@ pub fn generate(config: &CorpusConfig) -> Corpus {
         let taken: BTreeSet<usize> = chosen.iter().copied().collect();
         let more = answerable.saturating_sub(chosen.len());
         chosen.extend(order.iter().filter(|i| !taken.contains(i)).take(more));
-        for i in chosen {
+        for &i in &chosen {
             let f = &facts[i];
             let (gold, stale) = f.versions();
             queries.push(CorpusQuery {
@@ -760,6 +787,56 @@ pub fn generate(config: &CorpusConfig) -> Corpus {
             });
         }
 
+        // After its code drifted the agent re-learns some facts about the
+        // service: a new value, written after the drift, so only the old
+        // one carries the drift. Facts asked about above are left alone.
+        let asked: BTreeSet<usize> = chosen.iter().copied().collect();
+        let mut relearned_keys = BTreeSet::new();
+        for d in drifts.iter().filter(|d| d.tenant == tenant) {
+            let room = (asked_at - Duration::minutes(1) - d.at).num_minutes();
+            let mut candidates: Vec<usize> = (0..facts.len())
+                .filter(|i| !asked.contains(i))
+                .filter(|&i| {
+                    let f = &facts[i];
+                    f.update.is_none()
+                        && f.element.as_ref() == Some(&d.element)
+                        && f.key.family().update.is_some()
+                })
+                .collect();
+            candidates.shuffle(&mut relearn_rng);
+            for i in candidates.into_iter().take(config.relearned_per_drift) {
+                let f = &facts[i];
+                let (Some(template), true) = (f.key.family().update, room > 60) else {
+                    continue;
+                };
+                let when = d.at + Duration::minutes(relearn_rng.random_range(60..=room));
+                let new = value(&mut relearn_rng, f.key.family().values, Some(&f.value));
+                let key = format!("{}/relearned", f.stem);
+                relearned_writes.push(CorpusWrite {
+                    key: key.clone(),
+                    tenant: tenant.clone(),
+                    bank: bank_of(&writes, &f.original),
+                    kind: f.key.family().kind,
+                    content: f.key.fill(template, &new),
+                    element: f.element.clone(),
+                    at: when,
+                    role: Role::Update(f.original.clone()),
+                });
+                relearned.push(CorpusQuery {
+                    id: format!("{tenant}/r{}", relearned.len()),
+                    tenant: tenant.clone(),
+                    text: f.key.fill(f.key.family().asks, ""),
+                    group: "relearned",
+                    gold: vec![key.clone()],
+                    stale: f.versions().0,
+                    drifted: false,
+                });
+                // Its current value from now on (for the task questions).
+                relearned_keys.insert(key.clone());
+                facts[i].update = Some(key);
+            }
+        }
+
         // Before a change to one part of a service: its pitfalls and
         // conventions, current versions. The versions an update replaced
         // are neither gold nor stale here (newest-first is measured on the
@@ -782,13 +859,17 @@ pub fn generate(config: &CorpusConfig) -> Corpus {
                 tenant: tenant.clone(),
                 text: key.fill(TASK_ASKS, ""),
                 group: "task",
-                gold,
                 stale: Vec::new(),
-                drifted: drifted.contains(&key.subject()),
+                // A value re-learned after the drift carries none.
+                drifted: drifted.contains(&key.subject())
+                    && gold.iter().all(|g| !relearned_keys.contains(g)),
+                gold,
             });
         }
     }
     queries.extend(tasks);
+    queries.extend(relearned);
+    writes.extend(relearned_writes);
     writes.sort_by(|a, b| a.at.cmp(&b.at).then_with(|| a.key.cmp(&b.key)));
     drifts.sort_by_key(|d| d.at);
     Corpus {
@@ -927,7 +1008,8 @@ mod tests {
             .iter()
             .map(|d| (d.tenant.as_str(), d.element.as_str()))
             .collect();
-        assert_eq!(c.queries.len(), 90 + 30);
+        let asked = |group: &str| c.queries.iter().filter(|q| q.group == group).count();
+        assert_eq!(c.queries.len() - asked("task") - asked("relearned"), 90);
         let mut groups = BTreeSet::new();
         for q in &c.queries {
             groups.insert(q.group);
@@ -936,7 +1018,7 @@ mod tests {
             }
             match q.group {
                 "unanswerable" => assert!(q.gold.is_empty()),
-                "updated" => {
+                "updated" | "relearned" => {
                     assert!(matches!(by_key[q.gold[0].as_str()].role, Role::Update(_)));
                     assert!(!q.stale.is_empty());
                 }
@@ -955,7 +1037,64 @@ mod tests {
                 assert!(d.is_some_and(|d| q.gold.iter().all(|g| by_key[g.as_str()].at < d.at)));
             }
         }
-        assert_eq!(groups.len(), 7, "{groups:?}");
+        assert_eq!(groups.len(), 8, "{groups:?}");
+    }
+
+    #[test]
+    fn relearned_facts_come_after_their_drift_and_change_nothing_else() {
+        let c = generate(&small());
+        let without = generate(&CorpusConfig {
+            relearned_per_drift: 0,
+            ..small()
+        });
+        let (new, old): (Vec<&CorpusWrite>, Vec<&CorpusWrite>) =
+            c.writes.iter().partition(|w| w.key.ends_with("/relearned"));
+        assert_eq!(old, without.writes.iter().collect::<Vec<_>>());
+        assert_eq!(c.drifts, without.drifts);
+        // The task questions' gold follows the new values; the rest is as it was.
+        let (relearned, rest): (Vec<&CorpusQuery>, Vec<&CorpusQuery>) = c
+            .queries
+            .iter()
+            .filter(|q| q.group != "task")
+            .partition(|q| q.group == "relearned");
+        let before: Vec<&CorpusQuery> = without
+            .queries
+            .iter()
+            .filter(|q| q.group != "task")
+            .collect();
+        assert_eq!(rest, before);
+        assert_eq!(relearned.len(), new.len());
+        assert!(!new.is_empty(), "0.3 of the services drift");
+        let by_key: BTreeMap<&str, &CorpusWrite> =
+            c.writes.iter().map(|w| (w.key.as_str(), w)).collect();
+        for q in relearned {
+            let w = by_key[q.gold[0].as_str()];
+            let element = w.element.as_deref().unwrap_or_default();
+            let drift = c
+                .drifts
+                .iter()
+                .find(|d| d.tenant == q.tenant && d.element == element);
+            // Written after its service drifted; every older version before.
+            assert!(
+                drift.is_some_and(|d| d.at < w.at && w.at < c.asked_at),
+                "{}",
+                q.id
+            );
+            for s in &q.stale {
+                let older = by_key[s.as_str()];
+                assert!(drift.is_some_and(|d| older.at < d.at));
+                assert_eq!(
+                    (older.tenant.as_str(), older.bank.as_str()),
+                    (w.tenant.as_str(), w.bank.as_str())
+                );
+                assert_ne!(older.content, w.content);
+            }
+            // Nobody else asks about that fact.
+            assert!(
+                rest.iter()
+                    .all(|r| !r.gold.iter().chain(&r.stale).any(|k| q.stale.contains(k)))
+            );
+        }
     }
 
     #[test]

@@ -296,9 +296,9 @@ pub struct ScoringConfig {
     /// stands apart ([`ScoringConfig::update_isolation`]) is lifted without
     /// this test, as an episode pair would be.
     ///
-    /// Default 0.9. `recall-bench corpus --ablations --tasks 0` (3,000
-    /// facts, 300 questions, seeds 42 / 43 / 44), nDCG@10 and knowledge-update
-    /// newest-first: no lift .635 / .682 / .665 at .35 / .30 / .32; `None`
+    /// Default 0.9. `recall-bench corpus --ablations --tasks 0
+    /// --relearned-per-drift 0` (3,000 facts, 300 questions, seeds 42 / 43
+    /// / 44), nDCG@10 and knowledge-update newest-first: no lift .635 / .682 / .665 at .35 / .30 / .32; `None`
     /// (similarity alone, the rule before) .526 / .524 / .541 at .63 / .56
     /// / .59; 0.8 .600 / .627 / .624; 0.85 .636 / .665 / .661 at .63 / .50
     /// / .56; **0.9 .654 / .685 / .675 at .57 / .46 / .50**; 0.95 .660 /
