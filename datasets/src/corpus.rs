@@ -69,9 +69,10 @@ pub struct CorpusConfig {
     /// memories kind weights exist to put first. Default 60.
     pub task_queries: usize,
     /// Facts about each drifted service that the agent re-learns after the
-    /// drift (a new value, written after it), each asked about (group
-    /// `relearned`: gold the new value, stale the drifted old one). On top
-    /// of `queries`. Default 4.
+    /// drift (a new value, written after it), asked about (group
+    /// `relearned`: gold the new value, stale the drifted old one) on top of
+    /// `queries`, per tenant at most as often as each group of fact
+    /// questions. Default 4.
     pub relearned_per_drift: usize,
     /// When the year of writes starts. Default 2025-01-01.
     pub start: DateTime<Utc>,
@@ -456,16 +457,6 @@ const TASK_STREAM: u64 = 0x7A5C_D15E_A5E5_0001;
 /// The same for the facts re-learned after a drift.
 const RELEARN_STREAM: u64 = 0x7A5C_D15E_A5E5_0002;
 
-/// The bank of the write keyed `key` (a fact's writes share one).
-fn bank_of(writes: &[CorpusWrite], key: &str) -> String {
-    writes
-        .iter()
-        .rev()
-        .find(|w| w.key == key)
-        .map(|w| w.bank.clone())
-        .unwrap_or_default()
-}
-
 /// A fact's identity: family, subject (service or person),
 /// thing (engineering) and round (subjects get a suffix once every
 /// combination is used).
@@ -582,6 +573,8 @@ struct Fact {
     stem: String,
     /// The value first written.
     value: String,
+    /// Where its writes go.
+    bank: String,
     original: String,
     repeat: Option<String>,
     paraphrase: Option<String>,
@@ -713,6 +706,7 @@ pub fn generate(config: &CorpusConfig) -> Corpus {
                 key,
                 stem,
                 value: old,
+                bank,
                 original,
                 repeat,
                 paraphrase,
@@ -791,18 +785,24 @@ pub fn generate(config: &CorpusConfig) -> Corpus {
         // service: a new value, written after the drift, so only the old
         // one carries the drift. Facts asked about above are left alone.
         let asked: BTreeSet<usize> = chosen.iter().copied().collect();
+        let mut relearnable: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        for (i, f) in facts.iter().enumerate() {
+            if let Some(element) = &f.element
+                && !asked.contains(&i)
+                && f.update.is_none()
+                && f.key.family().update.is_some()
+            {
+                relearnable.entry(element.clone()).or_default().push(i);
+            }
+        }
         let mut relearned_keys = BTreeSet::new();
+        let mut asked_here = 0;
         for d in drifts.iter().filter(|d| d.tenant == tenant) {
             let room = (asked_at - Duration::minutes(1) - d.at).num_minutes();
-            let mut candidates: Vec<usize> = (0..facts.len())
-                .filter(|i| !asked.contains(i))
-                .filter(|&i| {
-                    let f = &facts[i];
-                    f.update.is_none()
-                        && f.element.as_ref() == Some(&d.element)
-                        && f.key.family().update.is_some()
-                })
-                .collect();
+            let mut candidates = relearnable
+                .get(d.element.as_str())
+                .cloned()
+                .unwrap_or_default();
             candidates.shuffle(&mut relearn_rng);
             for i in candidates.into_iter().take(config.relearned_per_drift) {
                 let f = &facts[i];
@@ -815,22 +815,26 @@ pub fn generate(config: &CorpusConfig) -> Corpus {
                 relearned_writes.push(CorpusWrite {
                     key: key.clone(),
                     tenant: tenant.clone(),
-                    bank: bank_of(&writes, &f.original),
+                    bank: f.bank.clone(),
                     kind: f.key.family().kind,
                     content: f.key.fill(template, &new),
                     element: f.element.clone(),
                     at: when,
                     role: Role::Update(f.original.clone()),
                 });
-                relearned.push(CorpusQuery {
-                    id: format!("{tenant}/r{}", relearned.len()),
-                    tenant: tenant.clone(),
-                    text: f.key.fill(f.key.family().asks, ""),
-                    group: "relearned",
-                    gold: vec![key.clone()],
-                    stale: f.versions().0,
-                    drifted: false,
-                });
+                // Asked about as often as a group of fact questions at most.
+                if asked_here < quota {
+                    asked_here += 1;
+                    relearned.push(CorpusQuery {
+                        id: format!("{tenant}/r{}", relearned.len()),
+                        tenant: tenant.clone(),
+                        text: f.key.fill(f.key.family().asks, ""),
+                        group: "relearned",
+                        gold: vec![key.clone()],
+                        stale: f.versions().0,
+                        drifted: false,
+                    });
+                }
                 // Its current value from now on (for the task questions).
                 relearned_keys.insert(key.clone());
                 facts[i].update = Some(key);
@@ -1063,8 +1067,13 @@ mod tests {
             .filter(|q| q.group != "task")
             .collect();
         assert_eq!(rest, before);
-        assert_eq!(relearned.len(), new.len());
-        assert!(!new.is_empty(), "0.3 of the services drift");
+        // Every re-learned fact is written; questions about them are capped
+        // per tenant at a fact group's share (27 answerable / 5).
+        assert!(!relearned.is_empty(), "0.3 of the services drift");
+        assert!(relearned.len() <= new.len());
+        for tenant in ["acme", "globex", "initech"] {
+            assert!(relearned.iter().filter(|q| q.tenant == tenant).count() <= 5);
+        }
         let by_key: BTreeMap<&str, &CorpusWrite> =
             c.writes.iter().map(|w| (w.key.as_str(), w)).collect();
         for q in relearned {
