@@ -58,7 +58,7 @@ fn peak_rss_mib() -> Option<f64> {
 #[derive(Clone, Copy)]
 enum Batching {
     /// One [`VectorSet::nearest_many`] call for the whole batch: each tile
-    /// of sign codes is read once for all the queries.
+    /// of sign codes is read once per group of queries.
     Together,
     /// [`VectorSet::nearest`] per query, the queries spread over the pool
     /// (and each query's scan over its chunks, where threads are idle): what

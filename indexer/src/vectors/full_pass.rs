@@ -4,10 +4,10 @@
 //! (48 MB at a million 384-dimension rows) for a few bit counts per row: it
 //! is bound by memory bandwidth, which the cores share. A batch spread over
 //! 2 threads that way ran 1.51–2.07× as fast as on 1 at a million rows
-//! (`recall-bench scale`, five runs, 233–245 q/s on 1 thread). Here a tile
+//! (`recall-bench scale`, seven runs, 223–245 q/s on 1 thread). Here a tile
 //! of codes is read once for a group of queries and compared with each
 //! while it sits in cache, so the pass is bound by the bit counts, which
-//! scale with the cores: 443–485 q/s on 1 thread and 1.95–2.08× that on 2,
+//! scale with the cores: 443–501 q/s on 1 thread and 1.85–2.08× that on 2,
 //! in the same runs. At 100k rows the codes fit in the last-level cache and
 //! the two ways are within run-to-run noise.
 //!
