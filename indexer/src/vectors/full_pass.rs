@@ -30,6 +30,9 @@ use crate::near::sign_distance_bound;
 const GROUP_QUERIES: usize = 16;
 /// Tasks per thread: a few, so a thread that finishes early takes another.
 const TASKS_PER_THREAD: usize = 4;
+/// Queries per pass over the rows: 64 groups, a few dozen MB of kept rows
+/// at the default pool.
+const PASS_QUERIES: usize = 1_024;
 
 /// One query's rows within its running cut-off, in one task, in row order.
 struct Kept {
@@ -96,6 +99,22 @@ impl VectorSet {
         scan: ScanConfig,
         accept: &F,
     ) -> Vec<Hits>
+    where
+        F: Fn(usize, usize) -> bool + Sync,
+    {
+        // Each query holds up to twice its pool of rows per task while the
+        // pass runs (16 KB at the default pool): a large batch goes through
+        // in parts, so that stays bounded.
+        let mut hits = Vec::with_capacity(queries.len());
+        for (part, queries) in queries.chunks(PASS_QUERIES).enumerate() {
+            let first = part * PASS_QUERIES;
+            hits.extend(self.pass(queries, k, scan, &|q, owner| accept(first + q, owner)));
+        }
+        hits
+    }
+
+    /// [`VectorSet::full_pass_batch`] for at most [`PASS_QUERIES`] queries.
+    fn pass<F>(&self, queries: &[&[f32]], k: usize, scan: ScanConfig, accept: &F) -> Vec<Hits>
     where
         F: Fn(usize, usize) -> bool + Sync,
     {
@@ -239,6 +258,29 @@ mod tests {
             batch.last().is_some_and(Vec::is_empty),
             "a query of the wrong length finds nothing"
         );
+    }
+
+    #[test]
+    fn a_batch_larger_than_one_pass_asks_the_filter_about_the_right_queries() {
+        let dim = 32;
+        let vectors = clustered(3_000, 50, dim);
+        let mut set = VectorSet::new(dim);
+        for (owner, v) in vectors.iter().enumerate() {
+            set.push(owner, v);
+        }
+        let scan = ScanConfig {
+            exact_limit: 100,
+            rescore_pool: 20,
+            probe_share: 1.0,
+            min_cosine: None,
+        };
+        let queries: Vec<&[f32]> = (0..PASS_QUERIES + 77)
+            .map(|q| vectors[(q * 7) % vectors.len()].as_slice())
+            .collect();
+        // Query q may not see the row it was made from, nor owners q apart.
+        let accept =
+            |q: usize, owner: usize| owner != (q * 7) % 3_000 && !(owner + q).is_multiple_of(3);
+        assert_batch_matches_single(&set, &queries, 4, scan, accept);
     }
 
     #[test]
