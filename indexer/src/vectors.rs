@@ -984,7 +984,7 @@ pub(crate) mod tests {
     }
 
     /// A set holding `vectors`, each owned by its index.
-    fn filled(vectors: &[Vec<f32>], dim: usize) -> VectorSet {
+    pub(crate) fn filled(vectors: &[Vec<f32>], dim: usize) -> VectorSet {
         let mut set = VectorSet::new(dim);
         for (i, v) in vectors.iter().enumerate() {
             set.push(i, v);

@@ -199,7 +199,17 @@ impl VectorSet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vectors::tests::{clustered, unit};
+    use crate::vectors::tests::{clustered, filled, unit};
+
+    /// A scan over every row's sign code beyond `exact_limit` rows.
+    fn every_row(exact_limit: usize, rescore_pool: usize) -> ScanConfig {
+        ScanConfig {
+            exact_limit,
+            rescore_pool,
+            probe_share: 1.0,
+            min_cosine: None,
+        }
+    }
 
     /// Every query of the batch against the same query asked alone.
     fn assert_batch_matches_single<F>(
@@ -224,16 +234,8 @@ mod tests {
         let dim = 48;
         // Beyond one tile per stretch, with a partial last tile.
         let vectors = clustered(3 * CHUNK_ROWS * TASKS_PER_THREAD + 777, 200, dim);
-        let mut set = VectorSet::new(dim);
-        for (owner, v) in vectors.iter().enumerate() {
-            set.push(owner, v);
-        }
-        let scan = ScanConfig {
-            exact_limit: 100,
-            rescore_pool: 40,
-            probe_share: 1.0,
-            min_cosine: None,
-        };
+        let set = filled(&vectors, dim);
+        let scan = every_row(100, 40);
         // Stored rows, new directions, and one of the wrong length.
         let fresh: Vec<Vec<f32>> = (0..8).map(|s| unit(90_000 + s, dim)).collect();
         let short = vec![0.5f32; dim - 1];
@@ -264,16 +266,8 @@ mod tests {
     fn a_batch_larger_than_one_pass_asks_the_filter_about_the_right_queries() {
         let dim = 32;
         let vectors = clustered(3_000, 50, dim);
-        let mut set = VectorSet::new(dim);
-        for (owner, v) in vectors.iter().enumerate() {
-            set.push(owner, v);
-        }
-        let scan = ScanConfig {
-            exact_limit: 100,
-            rescore_pool: 20,
-            probe_share: 1.0,
-            min_cosine: None,
-        };
+        let set = filled(&vectors, dim);
+        let scan = every_row(100, 20);
         let queries: Vec<&[f32]> = (0..PASS_QUERIES + 77)
             .map(|q| vectors[(q * 7) % vectors.len()].as_slice())
             .collect();
@@ -293,12 +287,7 @@ mod tests {
         for row in 0..2 * CHUNK_ROWS * TASKS_PER_THREAD + 300 {
             set.push(row, &directions[(row * 7) % directions.len()]);
         }
-        let scan = ScanConfig {
-            exact_limit: 10,
-            rescore_pool: 25,
-            probe_share: 1.0,
-            min_cosine: None,
-        };
+        let scan = every_row(10, 25);
         let queries: Vec<&[f32]> = directions.iter().map(Vec::as_slice).collect();
         assert_batch_matches_single(&set, &queries, 10, scan, |_, _| true);
         let hits = set.full_pass_batch(&queries, 10, scan, &|_, _| true);
