@@ -12,8 +12,9 @@
 //! vector stage's recall@10 against the exact scan, throughput of the
 //! vector stage over a batch in a rayon pool of 1 and of 2 threads (the
 //! batch in one call, and query by query), end-to-end
-//! recall throughput with 1 and 2 concurrent callers, one review queue, and the process's
-//! peak RSS so far (VmHWM: sizes run in order in one process, so it is the
+//! recall throughput with 1 and 2 concurrent callers, one review queue, one
+//! knowledge map over the corpus's services and 1,000 undocumented paths,
+//! and the process's peak RSS so far (VmHWM: sizes run in order in one process, so it is the
 //! peak up to and including that size).
 
 use std::path::PathBuf;
@@ -145,7 +146,7 @@ async fn near_copies_found(
 pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
     let mut rows = Vec::new();
     let mut md = String::from(
-        "| memories | import /s | near copies found ≥ 0.94 / < 0.94 | remember p50 / p99 ms | recall p50 / p99 ms | vector recall@10 vs exact | batched scan q/s 1 thr | 2 thr | × | one-by-one scan q/s 1 thr | 2 thr | × | recall q/s 1 caller | 2 callers | × | review queue ms (similar pairs) | peak RSS MiB |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| memories | import /s | near copies found ≥ 0.94 / < 0.94 | remember p50 / p99 ms | recall p50 / p99 ms | vector recall@10 vs exact | batched scan q/s 1 thr | 2 thr | × | one-by-one scan q/s 1 thr | 2 thr | × | recall q/s 1 caller | 2 callers | × | review queue ms (similar pairs) | knowledge map ms (elements documented / asked) | peak RSS MiB |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     let (mut p50s, mut p99s) = (Vec::new(), Vec::new());
     for &n in &args.sizes {
@@ -190,6 +191,16 @@ pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
         let reviewing = Instant::now();
         let similar_pairs = engine.review_queue(TENANT).await?.similar.len();
         let review_ms = reviewing.elapsed().as_secs_f64() * 1e3;
+
+        // The knowledge map a host asks for over its own files: the
+        // corpus's services and 1,000 paths nothing was written about.
+        let mut elements: Vec<String> = base.iter().map(|m| m.element.clone()).collect();
+        elements.sort_unstable();
+        elements.dedup();
+        elements.extend((0..1_000).map(|i| format!("src/module_{i}.rs")));
+        let mapping = Instant::now();
+        let documented = engine.knowledge_map(TENANT, &elements).await?.documented;
+        let map_ms = mapping.elapsed().as_secs_f64() * 1e3;
 
         let readable = banks(&data);
         let queries: Vec<(String, Vec<f32>)> = (0..args.queries)
@@ -272,7 +283,7 @@ pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
         p50s.push((n as f64, p50));
         p99s.push((n as f64, p99));
         md.push_str(&format!(
-            "| {n} | {import_rate:.0} | {dedup_found:.3} / {similar_found:.3} | {:.2} / {:.2} | {p50:.2} / {p99:.2} | {vector_recall:.3} | {one:.0} | {two:.0} | {:.2} | {alone_one:.0} | {alone_two:.0} | {:.2} | {:.0} | {:.0} | {:.2} | {review_ms:.0} ({similar_pairs}) | {} |\n",
+            "| {n} | {import_rate:.0} | {dedup_found:.3} / {similar_found:.3} | {:.2} / {:.2} | {p50:.2} / {p99:.2} | {vector_recall:.3} | {one:.0} | {two:.0} | {:.2} | {alone_one:.0} | {alone_two:.0} | {:.2} | {:.0} | {:.0} | {:.2} | {review_ms:.0} ({similar_pairs}) | {map_ms:.0} ({documented} / {}) | {} |\n",
             percentile(&remember_ms, 50.0),
             percentile(&remember_ms, 99.0),
             two / one,
@@ -280,6 +291,7 @@ pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
             callers_qps[0],
             callers_qps[1],
             callers_qps[1] / callers_qps[0],
+            elements.len(),
             rss.map_or("–".into(), |r| format!("{r:.0}")),
         ));
         rows.push(json!({
@@ -303,6 +315,9 @@ pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
             "recall_qps_2_callers": callers_qps[1],
             "review_queue_ms": review_ms,
             "review_similar_pairs": similar_pairs,
+            "knowledge_map_ms": map_ms,
+            "knowledge_map_elements": elements.len(),
+            "knowledge_map_documented": documented,
             "peak_rss_mib": rss,
         }));
         println!("{md}");

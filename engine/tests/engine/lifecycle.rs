@@ -669,3 +669,87 @@ async fn similar_pairs_in_one_bank_are_queued_for_review_whatever_the_scan() {
         );
     }
 }
+
+#[tokio::test]
+async fn knowledge_map_counts_active_memories_per_element_in_one_tenant() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = open_at(dir.path(), Arc::new(FixedClock::new(t0()))).await;
+    let write = |memory: NewMemory| {
+        let engine = engine.clone();
+        async move { engine.remember(memory).await.unwrap().id() }
+    };
+    let days_ago = |d: i64| t0() - Duration::days(d);
+    write(
+        note(
+            Kind::Pitfall,
+            "The gateway strips custom headers longer than 8 KB.",
+        )
+        .element("ApiGateway")
+        .observed_at(days_ago(10)),
+    )
+    .await;
+    write(
+        note(
+            Kind::Note,
+            "Refunds are routed through the gateway to billing.",
+        )
+        .element("ApiGateway")
+        .element("Billing")
+        .observed_at(days_ago(3)),
+    )
+    .await;
+    // Named twice, counted once.
+    write(
+        note(
+            Kind::Pitfall,
+            "Invoices over 17 MB are rejected by the PDF renderer.",
+        )
+        .element("Billing")
+        .element("Billing")
+        .observed_at(days_ago(40)),
+    )
+    .await;
+    let gone = write(
+        note(
+            Kind::Convention,
+            "Every change to the ledger needs a second reviewer.",
+        )
+        .element("Billing"),
+    )
+    .await;
+    engine.forget(TENANT, gone).await.unwrap();
+    // Another tenant's memory is not this tenant's documentation.
+    write(
+        NewMemory::new("globex", BANK, Kind::Note, "Search reindexes every night.")
+            .element("Search"),
+    )
+    .await;
+
+    let asked: Vec<String> = ["ApiGateway", "Billing", "Search", "ApiGateway"]
+        .map(String::from)
+        .to_vec();
+    let map = engine.knowledge_map(TENANT, &asked).await.unwrap();
+    let rows: Vec<(&str, usize, Option<i64>, usize)> = map
+        .elements
+        .iter()
+        .map(|e| (e.element.as_str(), e.memories, e.freshest_days, e.pitfalls))
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            ("ApiGateway", 2, Some(3), 1),
+            ("Billing", 2, Some(3), 1),
+            ("Search", 0, None, 0),
+            ("ApiGateway", 2, Some(3), 1),
+        ]
+    );
+    assert_eq!(map.documented, 3);
+    assert_eq!(map.headline, "3 of 4 elements documented");
+
+    let other = engine.knowledge_map("globex", &asked[2..3]).await.unwrap();
+    assert_eq!(other.headline, "1 of 1 elements documented");
+    assert!(matches!(
+        engine.knowledge_map(TENANT, &[String::new()]).await,
+        Err(recall::Error::InvalidInput { .. })
+    ));
+}
