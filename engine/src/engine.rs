@@ -219,8 +219,9 @@ impl Engine {
 
     /// Embeds the prepared items that came without a vector: the content,
     /// and each of its sentences when it has several ([`crate::sentences`]),
-    /// in one call. An item with the caller's vector gets no sentence
-    /// vectors: its embeddings are the caller's to choose.
+    /// in one call. An item with the caller's vector keeps the sentence
+    /// vectors the caller gave, if any: its embeddings are the caller's to
+    /// choose.
     pub(crate) async fn embed_missing(&self, mut prepared: Prepared) -> Result<Prepared> {
         let items = &mut prepared.items;
         let to_embed: Vec<usize> = items
@@ -304,9 +305,10 @@ impl Engine {
                 }
             }
             if !redactions.is_empty() {
-                // A caller's vector was computed from the unredacted text and
-                // can leak it; the redacted text is embedded instead.
+                // A caller's vectors were computed from the unredacted text
+                // and can leak it; the redacted text is embedded instead.
                 m.vector = None;
+                m.sentence_vectors.clear();
             }
         }
         self.validate_new(m)?;
@@ -321,7 +323,7 @@ impl Engine {
             quarantined,
             folded: validate::normalized_text(&m.content),
             content_sha256: content_sha256(&m.content),
-            sentences: Vec::new(),
+            sentences: std::mem::take(&mut m.sentence_vectors),
         })
     }
 
@@ -341,13 +343,35 @@ impl Engine {
         if let Some(s) = &m.supersedes {
             validate::label("supersedes", s)?;
         }
+        let dim = self.inner.dim;
         if let Some(v) = m.vector.take() {
-            m.vector = Some(
-                normalized(v, self.inner.dim).map_err(|e| Error::InvalidInput {
-                    field: "vector",
-                    reason: e.to_string(),
-                })?,
-            );
+            m.vector =
+                Some(normalized(v, dim).map_err(|e| Error::invalid("vector", e.to_string()))?);
+        }
+        if !m.sentence_vectors.is_empty() {
+            if m.vector.is_none() {
+                return Err(Error::invalid(
+                    "sentence_vectors",
+                    "given without the content's vector",
+                ));
+            }
+            let expected = crate::sentences::sentences(&m.content).len();
+            if m.sentence_vectors.len() != expected {
+                return Err(Error::invalid(
+                    "sentence_vectors",
+                    format!(
+                        "{} given for a content that recall::sentences cuts into {expected}",
+                        m.sentence_vectors.len()
+                    ),
+                ));
+            }
+            m.sentence_vectors = std::mem::take(&mut m.sentence_vectors)
+                .into_iter()
+                .map(|v| {
+                    normalized(v, dim)
+                        .map_err(|e| Error::invalid("sentence_vectors", e.to_string()))
+                })
+                .collect::<Result<_>>()?;
         }
         Ok(())
     }

@@ -231,12 +231,28 @@ impl Engine {
                 reason: "is not active and cannot be promoted".into(),
             });
         }
-        let vector = {
+        // The copy keeps the original's embeddings, its sentences' too, so
+        // it is found exactly as the original was.
+        let (vector, sentence_vectors) = {
             let state = self.read_state()?;
-            state.tenant(tenant).and_then(|t| {
-                let m = t.get(&id)?;
-                t.vectors.row(m.vector_row?).map(<[f32]>::to_vec)
-            })
+            state
+                .tenant(tenant)
+                .and_then(|t| {
+                    let m = t.get(&id)?;
+                    let vector = t.vectors.row(m.vector_row?)?.to_vec();
+                    let mut sentences: Vec<Vec<f32>> = m
+                        .sentence_rows
+                        .clone()
+                        .filter_map(|row| t.sentences.row(row).map(<[f32]>::to_vec))
+                        .collect();
+                    // Written under other sentence rules (an older version):
+                    // the copy is scored by its whole vector, as it was.
+                    if sentences.len() != crate::sentences::sentences(&m.row.content).len() {
+                        sentences.clear();
+                    }
+                    Some((Some(vector), sentences))
+                })
+                .unwrap_or_default()
         };
         let copy = NewMemory {
             tenant: tenant.to_string(),
@@ -254,6 +270,7 @@ impl Engine {
             expires_at: original.expires_at,
             supersedes: Some(id.to_string()),
             vector,
+            sentence_vectors,
         };
         let new_id = self.remember(copy).await?.id();
         self.lookup(tenant, new_id)

@@ -210,6 +210,13 @@ pub struct NewMemory {
     /// A precomputed embedding (bulk import); checked against the embedder's width.
     #[serde(default)]
     pub vector: Option<Vec<f32>>,
+    /// Precomputed embeddings of the content's sentences, one per entry of
+    /// [`crate::sentences`]`(content)` in order (none for a content of one
+    /// sentence), so a caller that brings its own vectors gets the
+    /// closest-sentence scoring a model-embedded memory gets. Only with
+    /// `vector`; checked against the embedder's width.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sentence_vectors: Vec<Vec<f32>>,
 }
 
 fn default_source() -> Source {
@@ -246,6 +253,7 @@ impl NewMemory {
             expires_at: None,
             supersedes: None,
             vector: None,
+            sentence_vectors: Vec::new(),
         }
     }
 
@@ -301,6 +309,22 @@ impl NewMemory {
     /// Supplies a precomputed embedding.
     pub fn vector(mut self, vector: Vec<f32>) -> Self {
         self.vector = Some(vector);
+        self
+    }
+
+    /// Supplies precomputed embeddings of the content's sentences, with
+    /// [`NewMemory::vector`]: one per entry of [`crate::sentences`], in order.
+    ///
+    /// ```
+    /// # fn embed(_: &str) -> Vec<f32> { vec![1.0; 384] }
+    /// let content = "Deploys run at noon. Freezes start Friday.";
+    /// let memory = recall::NewMemory::new("acme", "repo:api", recall::Kind::Note, content)
+    ///     .vector(embed(content))
+    ///     .sentence_vectors(recall::sentences(content).iter().map(|s| embed(s)).collect());
+    /// assert_eq!(memory.sentence_vectors.len(), 2);
+    /// ```
+    pub fn sentence_vectors(mut self, vectors: Vec<Vec<f32>>) -> Self {
+        self.sentence_vectors = vectors;
         self
     }
 }

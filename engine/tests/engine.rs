@@ -1030,6 +1030,7 @@ async fn bad_input_is_a_typed_error_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let engine = open(dir.path()).await;
     let ok = || note(Kind::Note, "A perfectly fine memory.");
+    let two_sentences = || note(Kind::Note, "Deploys run at noon. Freezes start Friday.");
     type Expect = fn(&Error) -> bool;
     let cases: Vec<(NewMemory, Expect)> = vec![
         (note(Kind::Note, "   "), |e| {
@@ -1096,6 +1097,37 @@ async fn bad_input_is_a_typed_error_and_writes_nothing() {
         (ok().supersedes("no such title"), |e| {
             matches!(e, Error::NotFound(_))
         }),
+        // Sentence vectors: without the whole vector, a count other than
+        // the content's sentences, a wrong width.
+        (
+            two_sentences().sentence_vectors(vec![vec![0.1; 384]; 2]),
+            |e| matches!(e, Error::InvalidInput { field: "sentence_vectors", reason } if reason.contains("without")),
+        ),
+        (
+            two_sentences()
+                .vector(vec![0.1; 384])
+                .sentence_vectors(vec![vec![0.1; 384]; 3]),
+            |e| matches!(e, Error::InvalidInput { field: "sentence_vectors", reason } if reason.contains("3 given") && reason.contains("into 2")),
+        ),
+        (
+            ok().vector(vec![0.1; 384])
+                .sentence_vectors(vec![vec![0.1; 384]]),
+            |e| matches!(e, Error::InvalidInput { field: "sentence_vectors", reason } if reason.contains("into 0")),
+        ),
+        (
+            two_sentences()
+                .vector(vec![0.1; 384])
+                .sentence_vectors(vec![vec![0.1; 384], vec![0.1; 12]]),
+            |e| {
+                matches!(
+                    e,
+                    Error::InvalidInput {
+                        field: "sentence_vectors",
+                        ..
+                    }
+                )
+            },
+        ),
     ];
     for (input, expected) in cases {
         let err = engine.remember(input.clone()).await.unwrap_err();

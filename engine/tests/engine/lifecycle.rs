@@ -439,6 +439,106 @@ async fn expired_session_ended_and_unconfident_memories_leave_recall() {
     );
 }
 
+/// The cosine of `id`'s closest sentence to `query`, when it is a hit.
+async fn sentence_cosine(engine: &Engine, bank: &str, query: &str, id: Uuid) -> Option<f32> {
+    engine
+        .recall(TENANT, query)
+        .read([bank])
+        .execute()
+        .await
+        .unwrap()
+        .hits
+        .iter()
+        .find(|h| h.memory.id == id)
+        .and_then(|h| h.breakdown.sentence_cosine)
+}
+
+#[tokio::test]
+async fn a_promoted_copy_keeps_its_sentence_vectors() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = open(dir.path()).await;
+    let scratch = engine
+        .remember(NewMemory::new(
+            TENANT,
+            "repo:scratch",
+            Kind::Episode,
+            TWO_SENTENCES,
+        ))
+        .await
+        .unwrap()
+        .id();
+    let boss = "Who is my current boss?";
+    let before = sentence_cosine(&engine, "repo:scratch", boss, scratch).await;
+    assert!(before.is_some());
+    let promoted = engine.promote(TENANT, scratch, BANK).await.unwrap();
+    assert_eq!(
+        sentence_cosine(&engine, BANK, boss, promoted.id).await,
+        before
+    );
+}
+
+#[tokio::test]
+async fn sentence_vectors_a_caller_gives_are_scored_and_durable() {
+    let dir = tempfile::tempdir().unwrap();
+    let axis = |k: usize| {
+        let mut v = vec![0.0; 384];
+        v[k] = 1.0;
+        v
+    };
+    let content = "Deploys run at noon. Freezes start Friday.";
+    let with = {
+        let engine = open(dir.path()).await;
+        let with = engine
+            .remember(
+                note(Kind::Note, content)
+                    .vector(axis(0))
+                    .sentence_vectors(vec![axis(1), axis(2)]),
+            )
+            .await
+            .unwrap()
+            .id();
+        let without = engine
+            .remember(NewMemory::new(TENANT, "repo:web", Kind::Note, content).vector(axis(0)))
+            .await
+            .unwrap()
+            .id();
+        let hit = |bank: &'static str, query: Vec<f32>, id: Uuid| {
+            let engine = engine.clone();
+            async move {
+                let hit = engine
+                    .recall(TENANT, "freezes")
+                    .read([bank])
+                    .query_vector(query)
+                    .execute()
+                    .await
+                    .unwrap()
+                    .hits
+                    .into_iter()
+                    .find(|h| h.memory.id == id)
+                    .unwrap();
+                (hit.breakdown.cosine.unwrap(), hit.breakdown.sentence_cosine)
+            }
+        };
+        // Far from the whole vector, equal to the second sentence's.
+        let (cosine, sentence) = hit(BANK, axis(2), with).await;
+        assert!((cosine - 1.0).abs() < 1e-4 && (sentence.unwrap() - 1.0).abs() < 1e-4);
+        assert_eq!(hit("repo:web", axis(0), without).await.1, None);
+        with
+    };
+    // Reopened: the sentence vectors came back from the store.
+    let engine = open(dir.path()).await;
+    let hits = engine
+        .recall(TENANT, "freezes")
+        .read([BANK])
+        .query_vector(axis(1))
+        .execute()
+        .await
+        .unwrap()
+        .hits;
+    assert_eq!(hits[0].memory.id, with);
+    assert!((hits[0].breakdown.sentence_cosine.unwrap() - 1.0).abs() < 1e-4);
+}
+
 #[tokio::test]
 async fn counters_drift_and_links_survive_reopen() {
     let dir = tempfile::tempdir().unwrap();
