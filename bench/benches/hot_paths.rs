@@ -7,7 +7,7 @@ use recall::{
     Config, Engine, Kind, ModelSource, NewMemory, ScoringConfig, decay_multiplier,
     drift_multiplier, normalize_bm25, relevance, usage_multiplier,
 };
-use recall_bench::{TENANT, banks, corpus, fill, open_engine, to_new};
+use recall_bench::{TENANT, banks, corpus, fill, open_engine, to_new, with_sentence_vectors};
 use recall_datasets::query_near;
 use recall_indexer::{ScanConfig, VectorSet};
 
@@ -33,6 +33,18 @@ fn vector_scan(c: &mut Criterion) {
         };
         group.bench_with_input(BenchmarkId::new("coded", n), &n, |b, _| {
             b.iter(|| set.nearest(&query, 100, coded, |_| true))
+        });
+        // With a filter that reads per-row state, as recall's eligibility
+        // check does (bank readable, active): it takes 4 rows in 5.
+        let state: Vec<(usize, bool)> = (0..n).map(|i| (i % 5, i % 50 != 7)).collect();
+        let readable = [true, true, false, true, true];
+        group.bench_with_input(BenchmarkId::new("coded_filtered", n), &n, |b, _| {
+            b.iter(|| {
+                set.nearest(&query, 100, coded, |owner| {
+                    let (bank, active) = state[owner];
+                    readable[bank] && active
+                })
+            })
         });
         // A batch in one call: rows × queries compared per second.
         let batch: Vec<Vec<f32>> = (0..BATCH_QUERIES)
@@ -82,6 +94,47 @@ fn engine_paths(c: &mut Criterion) {
         let mut next = extra.iter().cycle();
         group.bench_function("remember", |b| {
             b.iter(|| runtime.block_on(engine.remember(to_new(next.next().expect("cycle")))))
+        });
+        group.finish();
+    }
+
+    // Recall where every memory has two sentence vectors, as model-embedded
+    // memories of two sentences do: a second scan, over twice the rows.
+    {
+        let n = 100_000;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let base = corpus(n);
+        let engine = runtime.block_on(async {
+            let engine = open_engine(dir.path()).await.expect("open");
+            let writes = base
+                .iter()
+                .enumerate()
+                .map(|(i, m)| with_sentence_vectors(i, m));
+            engine
+                .import(writes, recall::IMPORT_BATCH, |_| {})
+                .await
+                .expect("import");
+            engine.flush().await.expect("flush");
+            engine.wait_for_maintenance().await.expect("maintenance");
+            engine
+        });
+        let readable = banks(&base);
+        let mut group = c.benchmark_group(format!("engine_{n}_sentences"));
+        group.throughput(Throughput::Elements(1));
+        let mut q = 0usize;
+        group.bench_function("recall", |b| {
+            b.iter(|| {
+                q += 1;
+                let target = &base[(q * 7919) % n];
+                let words: Vec<&str> = target.content.split_whitespace().take(4).collect();
+                runtime.block_on(
+                    engine
+                        .recall(TENANT, words.join(" "))
+                        .read(readable.iter().cloned())
+                        .query_vector(query_near(q as u64, &target.vector))
+                        .execute(),
+                )
+            })
         });
         group.finish();
     }

@@ -22,4 +22,6 @@ pub mod sources;
 pub mod speed;
 pub mod vector_cache;
 
-pub use speed::{DIM, TENANT, banks, corpus, fill, open_engine, percentile, to_new};
+pub use speed::{
+    DIM, TENANT, banks, corpus, fill, open_engine, percentile, to_new, with_sentence_vectors,
+};

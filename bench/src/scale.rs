@@ -28,7 +28,9 @@ use serde_json::json;
 use uuid::Uuid;
 
 use crate::report::{Series, markdown_path, plot, write_json};
-use crate::speed::{DIM, TENANT, banks, corpus, open_engine, percentile, to_new};
+use crate::speed::{
+    DIM, TENANT, banks, corpus, open_engine, percentile, to_new, with_sentence_vectors,
+};
 
 /// `recall-bench scale`.
 #[derive(Debug, clap::Args)]
@@ -53,16 +55,13 @@ pub struct ScaleArgs {
     pub sentence_vectors: bool,
 }
 
-/// Corpus item `i` as a write, with synthetic sentence vectors when asked.
+/// Corpus item `i` as a write, with sentence vectors when asked.
 fn write_of(i: usize, m: &SyntheticMemory, sentence_vectors: bool) -> NewMemory {
-    let write = to_new(m);
-    if !sentence_vectors {
-        return write;
+    if sentence_vectors {
+        with_sentence_vectors(i, m)
+    } else {
+        to_new(m)
     }
-    let vectors = (0..recall::sentences(&m.content).len())
-        .map(|k| query_near(((i as u64) << 8) | k as u64 | (1 << 63), &m.vector))
-        .collect();
-    write.sentence_vectors(vectors)
 }
 
 /// Peak resident set size of this process so far, in MiB (Linux).

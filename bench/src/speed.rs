@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use recall::{Config, Engine, HashEmbedder, Kind, ModelSource, NewMemory, Remembered};
-use recall_datasets::{SyntheticMemory, synthetic_corpus};
+use recall_datasets::{SyntheticMemory, query_near, synthetic_corpus};
 use uuid::Uuid;
 
 /// Vector width of the default model, used for speed runs.
@@ -31,6 +31,16 @@ pub fn to_new(m: &SyntheticMemory) -> NewMemory {
     NewMemory::new(TENANT, m.bank.clone(), kind, m.content.clone())
         .element(m.element.clone())
         .vector(m.vector.clone())
+}
+
+/// Corpus item `i` as a write with a vector per sentence of its content,
+/// as a model would give it (two in this corpus: the fact and its
+/// `(ref #i)`), each at cosine ≈ 0.9 to the memory's.
+pub fn with_sentence_vectors(i: usize, m: &SyntheticMemory) -> NewMemory {
+    let vectors = (0..recall::sentences(&m.content).len())
+        .map(|k| query_near(((i as u64) << 8) | k as u64 | (1 << 63), &m.vector))
+        .collect();
+    to_new(m).sentence_vectors(vectors)
 }
 
 /// Writes the corpus in batches of 1,000 through the normal write path;
