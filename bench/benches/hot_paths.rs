@@ -2,13 +2,16 @@
 //! profile the rest of the workspace uses (see bench/README.md):
 //! `cargo bench --profile dev -p recall-bench`.
 
-use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::measurement::WallTime;
+use criterion::{
+    BenchmarkGroup, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main,
+};
 use recall::{
     Config, Engine, Kind, ModelSource, NewMemory, ScoringConfig, decay_multiplier,
     drift_multiplier, normalize_bm25, relevance, usage_multiplier,
 };
 use recall_bench::{TENANT, banks, corpus, fill, open_engine, to_new, with_sentence_vectors};
-use recall_datasets::query_near;
+use recall_datasets::{SyntheticMemory, query_near};
 use recall_indexer::{ScanConfig, VectorSet};
 
 /// Queries in the batched scan bench.
@@ -59,6 +62,32 @@ fn vector_scan(c: &mut Criterion) {
     group.finish();
 }
 
+/// One recall per iteration, each for the first words of another stored
+/// memory, with a query vector near its own.
+fn bench_recall(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    runtime: &tokio::runtime::Runtime,
+    engine: &Engine,
+    base: &[SyntheticMemory],
+    readable: &[String],
+) {
+    let mut q = 0usize;
+    group.bench_function("recall", |b| {
+        b.iter(|| {
+            q += 1;
+            let target = &base[(q * 7919) % base.len()];
+            let words: Vec<&str> = target.content.split_whitespace().take(4).collect();
+            runtime.block_on(
+                engine
+                    .recall(TENANT, words.join(" "))
+                    .read(readable.iter().cloned())
+                    .query_vector(query_near(q as u64, &target.vector))
+                    .execute(),
+            )
+        })
+    });
+}
+
 fn engine_paths(c: &mut Criterion) {
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
@@ -76,21 +105,7 @@ fn engine_paths(c: &mut Criterion) {
         let readable = banks(&data);
         let mut group = c.benchmark_group(format!("engine_{n}"));
         group.throughput(Throughput::Elements(1));
-        let mut q = 0usize;
-        group.bench_function("recall", |b| {
-            b.iter(|| {
-                q += 1;
-                let target = &base[(q * 7919) % n];
-                let words: Vec<&str> = target.content.split_whitespace().take(4).collect();
-                runtime.block_on(
-                    engine
-                        .recall(TENANT, words.join(" "))
-                        .read(readable.iter().cloned())
-                        .query_vector(query_near(q as u64, &target.vector))
-                        .execute(),
-                )
-            })
-        });
+        bench_recall(&mut group, &runtime, &engine, base, &readable);
         let mut next = extra.iter().cycle();
         group.bench_function("remember", |b| {
             b.iter(|| runtime.block_on(engine.remember(to_new(next.next().expect("cycle")))))
@@ -121,21 +136,7 @@ fn engine_paths(c: &mut Criterion) {
         let readable = banks(&base);
         let mut group = c.benchmark_group(format!("engine_{n}_sentences"));
         group.throughput(Throughput::Elements(1));
-        let mut q = 0usize;
-        group.bench_function("recall", |b| {
-            b.iter(|| {
-                q += 1;
-                let target = &base[(q * 7919) % n];
-                let words: Vec<&str> = target.content.split_whitespace().take(4).collect();
-                runtime.block_on(
-                    engine
-                        .recall(TENANT, words.join(" "))
-                        .read(readable.iter().cloned())
-                        .query_vector(query_near(q as u64, &target.vector))
-                        .execute(),
-                )
-            })
-        });
+        bench_recall(&mut group, &runtime, &engine, &base, &readable);
         group.finish();
     }
 

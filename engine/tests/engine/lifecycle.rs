@@ -778,37 +778,35 @@ async fn knowledge_map_counts_active_memories_per_element_in_one_tenant() {
         let engine = engine.clone();
         async move { engine.remember(memory).await.unwrap().id() }
     };
-    let days_ago = |d: i64| t0() - Duration::days(d);
-    write(
-        note(
+    // (kind, content, elements, days ago); the last names its element twice,
+    // which counts once.
+    let written: [(Kind, &str, &[&str], i64); 3] = [
+        (
             Kind::Pitfall,
             "The gateway strips custom headers longer than 8 KB.",
-        )
-        .element("ApiGateway")
-        .observed_at(days_ago(10)),
-    )
-    .await;
-    write(
-        note(
+            &["ApiGateway"],
+            10,
+        ),
+        (
             Kind::Note,
             "Refunds are routed through the gateway to billing.",
-        )
-        .element("ApiGateway")
-        .element("Billing")
-        .observed_at(days_ago(3)),
-    )
-    .await;
-    // Named twice, counted once.
-    write(
-        note(
+            &["ApiGateway", "Billing"],
+            3,
+        ),
+        (
             Kind::Pitfall,
             "Invoices over 17 MB are rejected by the PDF renderer.",
-        )
-        .element("Billing")
-        .element("Billing")
-        .observed_at(days_ago(40)),
-    )
-    .await;
+            &["Billing", "Billing"],
+            40,
+        ),
+    ];
+    for (kind, content, elements, days_ago) in written {
+        let memory = elements
+            .iter()
+            .fold(note(kind, content), |m, e| m.element(*e))
+            .observed_at(t0() - Duration::days(days_ago));
+        write(memory).await;
+    }
     let gone = write(
         note(
             Kind::Convention,
