@@ -85,6 +85,11 @@ impl Engine {
 ///     .expect("a memory");
 /// assert_eq!(m.tenant, "acme");
 /// assert!(recall::parse_import_line("acme", "   ")?.is_none());
+/// // Precomputed embeddings, the sentences' too (checked when written).
+/// let line = r#"{"bank":"org","kind":"note","content":"Deploys at noon. Never on Friday.",
+///                "vector":[0.6,0.8],"sentence_vectors":[[1,0],[0,1]]}"#;
+/// let m = recall::parse_import_line("acme", &line.replace('\n', " "))?.expect("a memory");
+/// assert_eq!((m.vector.map(|v| v.len()), m.sentence_vectors.len()), (Some(2), 2));
 /// assert!(recall::parse_import_line("acme", "[1, 2]").is_err());
 /// # Ok::<(), recall::Error>(())
 /// ```
