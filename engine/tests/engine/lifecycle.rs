@@ -439,18 +439,21 @@ async fn expired_session_ended_and_unconfident_memories_leave_recall() {
     );
 }
 
-/// The cosine of `id`'s closest sentence to `query`, when it is a hit.
-async fn sentence_cosine(engine: &Engine, bank: &str, query: &str, id: Uuid) -> Option<f32> {
-    engine
-        .recall(TENANT, query)
-        .read([bank])
-        .execute()
-        .await
-        .unwrap()
-        .hits
-        .iter()
-        .find(|h| h.memory.id == id)
-        .and_then(|h| h.breakdown.sentence_cosine)
+/// The hit on `id` when `query` is recalled from `bank`, with `vector` as
+/// the query vector when given.
+async fn hit_on(
+    engine: &Engine,
+    bank: &str,
+    query: &str,
+    vector: Option<Vec<f32>>,
+    id: Uuid,
+) -> Option<recall::Hit> {
+    let mut recall = engine.recall(TENANT, query).read([bank]);
+    if let Some(v) = vector {
+        recall = recall.query_vector(v);
+    }
+    let hits = recall.execute().await.unwrap().hits;
+    hits.into_iter().find(|h| h.memory.id == id)
 }
 
 #[tokio::test]
@@ -468,13 +471,18 @@ async fn a_promoted_copy_keeps_its_sentence_vectors() {
         .unwrap()
         .id();
     let boss = "Who is my current boss?";
-    let before = sentence_cosine(&engine, "repo:scratch", boss, scratch).await;
+    let sentence_cosine = |bank: &'static str, id: Uuid| {
+        let engine = engine.clone();
+        async move {
+            hit_on(&engine, bank, boss, None, id)
+                .await
+                .and_then(|h| h.breakdown.sentence_cosine)
+        }
+    };
+    let before = sentence_cosine("repo:scratch", scratch).await;
     assert!(before.is_some());
     let promoted = engine.promote(TENANT, scratch, BANK).await.unwrap();
-    assert_eq!(
-        sentence_cosine(&engine, BANK, boss, promoted.id).await,
-        before
-    );
+    assert_eq!(sentence_cosine(BANK, promoted.id).await, before);
 }
 
 #[tokio::test]
@@ -486,6 +494,13 @@ async fn sentence_vectors_a_caller_gives_are_scored_and_durable() {
         v
     };
     let content = "Deploys run at noon. Freezes start Friday.";
+    // (cosine, closest sentence's cosine) of `id`'s hit.
+    let cosines = |engine: Engine, bank: &'static str, query: Vec<f32>, id: Uuid| async move {
+        let hit = hit_on(&engine, bank, "freezes", Some(query), id)
+            .await
+            .unwrap();
+        (hit.breakdown.cosine.unwrap(), hit.breakdown.sentence_cosine)
+    };
     let with = {
         let engine = open(dir.path()).await;
         let with = engine
@@ -502,41 +517,16 @@ async fn sentence_vectors_a_caller_gives_are_scored_and_durable() {
             .await
             .unwrap()
             .id();
-        let hit = |bank: &'static str, query: Vec<f32>, id: Uuid| {
-            let engine = engine.clone();
-            async move {
-                let hit = engine
-                    .recall(TENANT, "freezes")
-                    .read([bank])
-                    .query_vector(query)
-                    .execute()
-                    .await
-                    .unwrap()
-                    .hits
-                    .into_iter()
-                    .find(|h| h.memory.id == id)
-                    .unwrap();
-                (hit.breakdown.cosine.unwrap(), hit.breakdown.sentence_cosine)
-            }
-        };
         // Far from the whole vector, equal to the second sentence's.
-        let (cosine, sentence) = hit(BANK, axis(2), with).await;
+        let (cosine, sentence) = cosines(engine.clone(), BANK, axis(2), with).await;
         assert!((cosine - 1.0).abs() < 1e-4 && (sentence.unwrap() - 1.0).abs() < 1e-4);
-        assert_eq!(hit("repo:web", axis(0), without).await.1, None);
+        assert_eq!(cosines(engine, "repo:web", axis(0), without).await.1, None);
         with
     };
     // Reopened: the sentence vectors came back from the store.
     let engine = open(dir.path()).await;
-    let hits = engine
-        .recall(TENANT, "freezes")
-        .read([BANK])
-        .query_vector(axis(1))
-        .execute()
-        .await
-        .unwrap()
-        .hits;
-    assert_eq!(hits[0].memory.id, with);
-    assert!((hits[0].breakdown.sentence_cosine.unwrap() - 1.0).abs() < 1e-4);
+    let (cosine, sentence) = cosines(engine, BANK, axis(1), with).await;
+    assert!((cosine - 1.0).abs() < 1e-4 && (sentence.unwrap() - 1.0).abs() < 1e-4);
 }
 
 #[tokio::test]
