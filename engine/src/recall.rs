@@ -4,7 +4,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use recall_indexer::normalized;
+use recall_indexer::{dot, normalized};
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -17,7 +17,7 @@ use crate::score::{
     Breakdown, decay_multiplier, drift_multiplier, effective_confidence, normalize_bm25, relevance,
     usage_multiplier,
 };
-use crate::state::{TenantState, dot, to_ms};
+use crate::state::{TenantState, to_ms};
 use crate::updates::{Cutoffs, Versions};
 use crate::validate;
 

@@ -7,7 +7,7 @@ use std::str::FromStr;
 
 use chrono::{DateTime, TimeZone, Utc};
 use rayon::prelude::*;
-use recall_indexer::{EventRow, MemoryRow, Placement, Record, VectorRow, VectorSet};
+use recall_indexer::{EventRow, MemoryRow, Placement, Record, VectorRow, VectorSet, dot};
 use uuid::Uuid;
 
 use crate::links::parse_links;
@@ -82,11 +82,6 @@ pub(crate) fn from_ms(ms: i64) -> DateTime<Utc> {
     Utc.timestamp_millis_opt(ms)
         .single()
         .unwrap_or(DateTime::<Utc>::MIN_UTC)
-}
-
-/// The dot product: the cosine of two unit vectors.
-pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
 /// One memory with its mutable counters.

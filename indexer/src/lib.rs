@@ -65,4 +65,4 @@ pub use lexical::LexicalHit;
 pub use near::near_pairs;
 pub use rows::{EventRow, MemoryRow, Record, VectorRow};
 pub use store::{DEFAULT_FLUSH_EVERY, Durability, LexicalSearcher, Recovered, Store, StoreOptions};
-pub use vectors::{Hits, Placement, ScanConfig, VectorSet};
+pub use vectors::{Hits, Placement, ScanConfig, VectorSet, dot};
