@@ -17,11 +17,12 @@
 //! and the process's peak RSS so far (VmHWM: sizes run in order in one process, so it is the
 //! peak up to and including that size).
 
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::time::Instant;
 
 use rayon::prelude::*;
-use recall::{Engine, IMPORT_BATCH, Kind, NewMemory, Remembered, WriteConfig};
+use recall::{Engine, IMPORT_BATCH, Kind, NewMemory, Remembered, ScoringConfig, WriteConfig};
 use recall_datasets::{SyntheticMemory, near_copy, query_near};
 use recall_indexer::{ScanConfig, VectorSet};
 use serde_json::json;
@@ -29,7 +30,7 @@ use uuid::Uuid;
 
 use crate::report::{Series, markdown_path, plot, write_json};
 use crate::speed::{
-    DIM, TENANT, banks, corpus, open_engine, percentile, to_new, with_sentence_vectors,
+    DIM, TENANT, banks, bench_config, corpus, percentile, to_new, with_sentence_vectors,
 };
 
 /// `recall-bench scale`.
@@ -53,6 +54,12 @@ pub struct ScaleArgs {
     /// the size of the memories' as well.
     #[arg(long)]
     pub sentence_vectors: bool,
+    /// Rows each vector scan re-scores exactly after its sign-code pass
+    /// (`ScanConfig::rescore_pool`), in the engine's recalls and in the
+    /// vector-stage measurements alike: the knob that trades the scan's
+    /// exactness (vector recall@10 and @100 in the table) for latency.
+    #[arg(long, default_value_t = ScanConfig::default().rescore_pool)]
+    pub rescore_pool: usize,
 }
 
 /// Corpus item `i` as a write, with sentence vectors when asked.
@@ -89,13 +96,13 @@ enum Batching {
 fn scan_throughput(
     set: &VectorSet,
     queries: &[Vec<f32>],
+    scan: ScanConfig,
     threads: usize,
     batching: Batching,
 ) -> anyhow::Result<f64> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()?;
-    let scan = ScanConfig::default();
     let refs: Vec<&[f32]> = queries.iter().map(Vec::as_slice).collect();
     let started = Instant::now();
     let mut passes = 0usize;
@@ -163,12 +170,20 @@ async fn near_copies_found(
 pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
     let mut rows = Vec::new();
     let mut md = String::from(
-        "| memories | import /s | near copies found ≥ 0.94 / < 0.94 | remember p50 / p99 ms | recall p50 / p99 ms | vector recall@10 vs exact | batched scan q/s 1 thr | 2 thr | × | one-by-one scan q/s 1 thr | 2 thr | × | recall q/s 1 caller | 2 callers | × | review queue ms (similar pairs) | knowledge map ms (elements documented / asked) | peak RSS MiB |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| memories | import /s | near copies found ≥ 0.94 / < 0.94 | remember p50 / p99 ms | recall p50 / p99 ms | vector recall@10 / @100 vs exact | batched scan q/s 1 thr | 2 thr | × | one-by-one scan q/s 1 thr | 2 thr | × | recall q/s 1 caller | 2 callers | × | review queue ms (similar pairs) | knowledge map ms (elements documented / asked) | peak RSS MiB |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     let (mut p50s, mut p99s) = (Vec::new(), Vec::new());
+    let scan = ScanConfig {
+        rescore_pool: args.rescore_pool,
+        ..ScanConfig::default()
+    };
     for &n in &args.sizes {
         let dir = tempfile::tempdir()?;
-        let engine = open_engine(dir.path()).await?;
+        let scoring = ScoringConfig {
+            scan,
+            ..ScoringConfig::default()
+        };
+        let engine = Engine::open(bench_config(dir.path()).scoring(scoring)).await?;
         let data = corpus(n + 200);
         let (base, extra) = data.split_at(n);
         let bar = crate::report::bar(n as u64, "importing");
@@ -276,31 +291,35 @@ pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
             callers_qps.push(queries.len() as f64 / started.elapsed().as_secs_f64());
         }
 
-        // The vector stage alone: recall@10 of the coded scan vs exact, and
-        // batched throughput on 1 vs 2 rayon threads.
+        // The vector stage alone: recall@10 and @100 (recall's candidate
+        // pool) of the coded scan vs exact, and batched throughput on 1 vs
+        // 2 rayon threads.
         let mut set = VectorSet::new(DIM);
         for (i, m) in base.iter().enumerate() {
             set.push(i, &m.vector);
         }
-        let scan = ScanConfig::default();
         let probes = 200.min(n);
-        let mut overlap = 0usize;
-        for q in 0..probes {
-            let query = query_near(10_000 + q as u64, &base[(q * 104_729) % n].vector);
-            let exact: Vec<usize> = set
-                .nearest_exact(&query, 10, |_| true)
-                .into_iter()
-                .map(|h| h.0)
-                .collect();
-            let got = set.nearest(&query, 10, scan, |_| true);
-            overlap += got.iter().filter(|h| exact.contains(&h.0)).count();
-        }
-        let vector_recall = overlap as f64 / (probes * 10) as f64;
+        let [vector_recall, vector_recall_100] = [10, 100].map(|k| {
+            let overlap: usize = (0..probes)
+                .into_par_iter()
+                .map(|q| {
+                    let query = query_near(10_000 + q as u64, &base[(q * 104_729) % n].vector);
+                    let exact: HashSet<usize> = set
+                        .nearest_exact(&query, k, |_| true)
+                        .into_iter()
+                        .map(|h| h.0)
+                        .collect();
+                    let got = set.nearest(&query, k, scan, |_| true);
+                    got.iter().filter(|h| exact.contains(&h.0)).count()
+                })
+                .sum();
+            overlap as f64 / (probes * k) as f64
+        });
         let batch: Vec<Vec<f32>> = queries.iter().map(|q| q.1.clone()).collect();
-        let one = scan_throughput(&set, &batch, 1, Batching::Together)?;
-        let two = scan_throughput(&set, &batch, 2, Batching::Together)?;
-        let alone_one = scan_throughput(&set, &batch, 1, Batching::OneByOne)?;
-        let alone_two = scan_throughput(&set, &batch, 2, Batching::OneByOne)?;
+        let one = scan_throughput(&set, &batch, scan, 1, Batching::Together)?;
+        let two = scan_throughput(&set, &batch, scan, 2, Batching::Together)?;
+        let alone_one = scan_throughput(&set, &batch, scan, 1, Batching::OneByOne)?;
+        let alone_two = scan_throughput(&set, &batch, scan, 2, Batching::OneByOne)?;
         drop(set);
         let rss = peak_rss_mib();
 
@@ -308,7 +327,7 @@ pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
         p50s.push((n as f64, p50));
         p99s.push((n as f64, p99));
         md.push_str(&format!(
-            "| {n} | {import_rate:.0} | {dedup_found:.3} / {similar_found:.3} | {:.2} / {:.2} | {p50:.2} / {p99:.2} | {vector_recall:.3} | {one:.0} | {two:.0} | {:.2} | {alone_one:.0} | {alone_two:.0} | {:.2} | {:.0} | {:.0} | {:.2} | {review_ms:.0} ({similar_pairs}) | {map_ms:.0} ({documented} / {}) | {} |\n",
+            "| {n} | {import_rate:.0} | {dedup_found:.3} / {similar_found:.3} | {:.2} / {:.2} | {p50:.2} / {p99:.2} | {vector_recall:.3} / {vector_recall_100:.3} | {one:.0} | {two:.0} | {:.2} | {alone_one:.0} | {alone_two:.0} | {:.2} | {:.0} | {:.0} | {:.2} | {review_ms:.0} ({similar_pairs}) | {map_ms:.0} ({documented} / {}) | {} |\n",
             percentile(&remember_ms, 50.0),
             percentile(&remember_ms, 99.0),
             two / one,
@@ -330,7 +349,9 @@ pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
             "remember_p99_ms": percentile(&remember_ms, 99.0),
             "recall_p50_ms": p50,
             "recall_p99_ms": p99,
+            "rescore_pool": args.rescore_pool,
             "vector_recall_at_10": vector_recall,
+            "vector_recall_at_100": vector_recall_100,
             "scan_qps_1_thread": one,
             "scan_qps_2_threads": two,
             "scan_speedup_2_vs_1": two / one,
@@ -384,7 +405,7 @@ pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::speed::fill;
+    use crate::speed::{fill, open_engine};
 
     #[tokio::test]
     async fn near_copies_are_credited_only_to_their_originals() {

@@ -16,8 +16,13 @@ pub const TENANT: &str = "bench";
 /// Opens an engine whose embedder is only a width placeholder: benches pass
 /// vectors in, so the model's cost is excluded from what they time.
 pub async fn open_engine(dir: &Path) -> recall::Result<Engine> {
-    Engine::open(Config::new(dir).model(ModelSource::Custom(Arc::new(HashEmbedder::new(DIM)))))
-        .await
+    Engine::open(bench_config(dir)).await
+}
+
+/// The benches' engine settings in `dir`: the defaults, with the hash
+/// embedder at [`DIM`] (the benches give vectors; nothing loads a model).
+pub fn bench_config(dir: &Path) -> Config {
+    Config::new(dir).model(ModelSource::Custom(Arc::new(HashEmbedder::new(DIM))))
 }
 
 /// The bench corpus: `n` memories over `n / 50` topics, seed 42.

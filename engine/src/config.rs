@@ -14,9 +14,10 @@ use crate::screen::{DefaultScreen, Screen};
 /// Where the embedder comes from.
 #[derive(Clone, Default)]
 pub enum ModelSource {
-    /// all-MiniLM-L6-v2 from the first of: `$RECALL_MODEL_DIR`, `./models`,
-    /// `models/` beside the executable, the source tree's `models/`. When none
-    /// holds the files the engine runs lexical-only and logs it once.
+    /// all-MiniLM-L6-v2 from the first of: `$RECALL_MODEL_DIR`, `models/` in
+    /// the working directory or its nearest ancestor holding one, `models/`
+    /// beside the executable, the source tree's `models/`. When none holds
+    /// the files the engine runs lexical-only and logs it once.
     #[default]
     Default,
     /// all-MiniLM-L6-v2 from this directory; missing files are an error.
@@ -473,7 +474,14 @@ pub fn default_model_dirs() -> Vec<PathBuf> {
     if let Some(dir) = std::env::var_os("RECALL_MODEL_DIR") {
         dirs.push(PathBuf::from(dir));
     }
-    dirs.push(PathBuf::from("models"));
+    // The working directory's ancestors come before the compile-time source
+    // tree: a build cache shared by two checkouts can hold artifacts compiled
+    // in the other one, whose baked-in path may no longer exist.
+    if let Ok(cwd) = std::env::current_dir() {
+        dirs.extend(cwd.ancestors().map(|dir| dir.join("models")));
+    } else {
+        dirs.push(PathBuf::from("models"));
+    }
     if let Ok(exe) = std::env::current_exe()
         && let Some(parent) = exe.parent()
     {
@@ -484,4 +492,23 @@ pub fn default_model_dirs() -> Vec<PathBuf> {
         "/../models"
     )));
     dirs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Tests run in the crate's directory, so the workspace's `models/` is
+    /// found through the working directory's parent, ahead of any path baked
+    /// in at compile time.
+    #[test]
+    fn the_working_directorys_ancestors_are_searched_before_the_source_tree() {
+        let cwd = std::env::current_dir().unwrap();
+        let parent_models = cwd.parent().unwrap().join("models");
+        let dirs = default_model_dirs();
+        let found = dirs.iter().position(|d| *d == parent_models);
+        let baked = dirs.iter().position(|d| d.ends_with("../models"));
+        assert!(found.is_some(), "{dirs:?}");
+        assert!(found < baked, "{dirs:?}");
+    }
 }
