@@ -32,6 +32,14 @@ const CHUNK_ROWS: usize = 2048;
 const BATCHED_CENTROIDS_FROM: usize = 32;
 /// Re-scoring pools at least this large are spread over the pool.
 const PARALLEL_RESCORE_FROM: usize = 256;
+/// Rows per rayon task when a re-scoring pool is spread over the pool.
+const RESCORE_RUN: usize = 128;
+/// How many rows ahead of the one being re-scored a re-scoring run asks
+/// the CPU to fetch. A scan keeps rows scattered over the whole set, so
+/// each one's vector is a cache miss the dot product would otherwise wait
+/// for. Measured stand-alone (1,000 sorted random rows of 300k × 384,
+/// cold cache, one thread): 305 µs without, 224 / 177 / 190 µs at 2 / 4 / 8.
+const PREFETCH_ROWS_AHEAD: usize = 4;
 /// Batches of at least this many queries that pass over every row read
 /// each tile of codes once for all of them (`full_pass.rs`).
 const BATCHED_FULL_PASS_FROM: usize = 2;
@@ -499,15 +507,27 @@ impl VectorSet {
     /// The `k` of `rows` most similar to `query` by exact cosine, as `(owner, cosine)`.
     fn rescore(&self, query: &[f32], rows: &[u32], k: usize) -> Hits {
         let dot = kernels::dot_fn();
-        let rescore = |row: &u32| {
-            let row = *row as usize;
-            let v = &self.data[row * self.dim..(row + 1) * self.dim];
-            (self.owners[row], dot(v, query))
+        let vector = |row: u32| {
+            let row = row as usize;
+            &self.data[row * self.dim..(row + 1) * self.dim]
         };
-        let scored: Vec<(usize, f32)> = if rows.len() >= PARALLEL_RESCORE_FROM {
-            rows.par_iter().map(rescore).collect()
+        let rescore_run = |run: &[u32]| -> Hits {
+            run.iter()
+                .enumerate()
+                .map(|(i, &row)| {
+                    if let Some(&ahead) = run.get(i + PREFETCH_ROWS_AHEAD) {
+                        kernels::prefetch(vector(ahead));
+                    }
+                    (self.owners[row as usize], dot(vector(row), query))
+                })
+                .collect()
+        };
+        let scored: Hits = if rows.len() >= PARALLEL_RESCORE_FROM {
+            rows.par_chunks(RESCORE_RUN)
+                .flat_map_iter(rescore_run)
+                .collect()
         } else {
-            rows.iter().map(rescore).collect()
+            rescore_run(rows)
         };
         top_k(scored, k)
     }
@@ -721,6 +741,24 @@ pub(crate) mod kernels {
         for (code, d) in codes.chunks_exact(q.len()).zip(out.iter_mut()) {
             *d = code.iter().zip(q).map(|(a, b)| (a ^ b).count_ones()).sum();
         }
+    }
+
+    /// Asks the CPU to start loading `v` into cache, a 64-byte line at a
+    /// time: a hint that never faults and changes no result.
+    #[inline(always)]
+    pub(crate) fn prefetch(v: &[f32]) {
+        #[cfg(target_arch = "x86_64")]
+        for line in v.chunks(16) {
+            // SAFETY: a prefetch reads nothing and cannot fault, and the
+            // address is inside `v`; SSE is part of every x86_64 CPU.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                    line.as_ptr().cast(),
+                )
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = v;
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -1331,6 +1369,30 @@ pub(crate) mod tests {
         keep_within(10..16, &distances, 3, &mut rows, &mut kept);
         assert_eq!(rows, vec![1, 11, 13, 14, 15]);
         assert_eq!(kept, vec![7, 1, 1, 0, 3]);
+    }
+
+    #[test]
+    fn a_pool_covering_every_row_re_scores_exactly_what_the_exact_scan_reports() {
+        let dim = 64;
+        let mut set = VectorSet::new(dim);
+        for i in 0..3000 {
+            set.push(i, &unit(i as u64 + 7, dim));
+        }
+        // Every row is re-scored, in runs spread over the pool: nothing may
+        // be lost or changed at a run's end, where the look-ahead stops.
+        let scan = ScanConfig {
+            exact_limit: 100,
+            rescore_pool: 3000,
+            ..ScanConfig::default()
+        };
+        let accept = |owner: usize| owner % 3 != 0;
+        for seed in [11, 12, 13] {
+            let q = unit(seed, dim);
+            let coded = set.nearest(&q, 200, scan, accept);
+            let exact = set.nearest_exact(&q, 200, accept);
+            assert_eq!(coded.len(), 200);
+            assert_eq!(coded, exact, "query {seed}");
+        }
     }
 
     #[test]
