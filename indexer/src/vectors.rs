@@ -1133,6 +1133,23 @@ pub(crate) mod tests {
     }
 
     /// A set holding `vectors`, each owned by its index.
+    /// `n` random directions, row `i` owned by `i` and drawn from seed
+    /// `first_seed + i`.
+    fn random_set(n: usize, dim: usize, first_seed: u64) -> VectorSet {
+        let vectors: Vec<Vec<f32>> = (0..n).map(|i| unit(first_seed + i as u64, dim)).collect();
+        filled(&vectors, dim)
+    }
+
+    /// A scan over every row's sign code beyond `exact_limit` rows.
+    pub(crate) fn every_row(exact_limit: usize, rescore_pool: usize) -> ScanConfig {
+        ScanConfig {
+            exact_limit,
+            rescore_pool,
+            probe_share: 1.0,
+            min_cosine: None,
+        }
+    }
+
     pub(crate) fn filled(vectors: &[Vec<f32>], dim: usize) -> VectorSet {
         let mut set = VectorSet::new(dim);
         for (i, v) in vectors.iter().enumerate() {
@@ -1374,18 +1391,11 @@ pub(crate) mod tests {
     #[test]
     fn a_pool_covering_every_row_re_scores_exactly_what_the_exact_scan_reports() {
         let dim = 64;
-        let mut set = VectorSet::new(dim);
-        for i in 0..3000 {
-            set.push(i, &unit(i as u64 + 7, dim));
-        }
+        let set = random_set(3000, dim, 7);
         // Every row is re-scored, in runs spread over the pool: nothing may
         // be lost or changed at a run's end, where the look-ahead stops.
-        let scan = ScanConfig {
-            exact_limit: 100,
-            rescore_pool: 3000,
-            ..ScanConfig::default()
-        };
-        let accept = |owner: usize| owner % 3 != 0;
+        let scan = every_row(100, 3000);
+        let accept = |owner: usize| !owner.is_multiple_of(3);
         for seed in [11, 12, 13] {
             let q = unit(seed, dim);
             let coded = set.nearest(&q, 200, scan, accept);
@@ -1398,15 +1408,8 @@ pub(crate) mod tests {
     #[test]
     fn coded_scan_finds_the_exact_neighbours_of_a_near_copy() {
         let dim = 64;
-        let mut set = VectorSet::new(dim);
-        for i in 0..3000 {
-            set.push(i, &unit(i as u64 + 1, dim));
-        }
-        let scan = ScanConfig {
-            exact_limit: 100,
-            rescore_pool: 300,
-            ..ScanConfig::default()
-        };
+        let set = random_set(3000, dim, 1);
+        let scan = every_row(100, 300);
         let q = unit(1234, dim);
         let coded = set.nearest(&q, 5, scan, |_| true);
         let exact = set.nearest_exact(&q, 5, |_| true);

@@ -199,17 +199,7 @@ impl VectorSet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vectors::tests::{clustered, filled, unit};
-
-    /// A scan over every row's sign code beyond `exact_limit` rows.
-    fn every_row(exact_limit: usize, rescore_pool: usize) -> ScanConfig {
-        ScanConfig {
-            exact_limit,
-            rescore_pool,
-            probe_share: 1.0,
-            min_cosine: None,
-        }
-    }
+    use crate::vectors::tests::{clustered, every_row, filled, unit};
 
     /// Every query of the batch against the same query asked alone.
     fn assert_batch_matches_single<F>(
