@@ -1132,7 +1132,6 @@ pub(crate) mod tests {
             .collect()
     }
 
-    /// A set holding `vectors`, each owned by its index.
     /// `n` random directions, row `i` owned by `i` and drawn from seed
     /// `first_seed + i`.
     fn random_set(n: usize, dim: usize, first_seed: u64) -> VectorSet {
@@ -1150,6 +1149,7 @@ pub(crate) mod tests {
         }
     }
 
+    /// A set holding `vectors`, each owned by its index.
     pub(crate) fn filled(vectors: &[Vec<f32>], dim: usize) -> VectorSet {
         let mut set = VectorSet::new(dim);
         for (i, v) in vectors.iter().enumerate() {
