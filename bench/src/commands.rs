@@ -5,7 +5,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context;
-use recall::{Bm25Normalization, Embedder, FastEmbedder, Kind, ScoringConfig, default_model_dirs};
+use recall::{
+    Bm25Normalization, Embedder, FastEmbedder, Kind, LexicalSupport, ScoringConfig,
+    default_model_dirs,
+};
 use recall_datasets::probes::{ProbeConfig, generate};
 use recall_datasets::{locomo, longmemeval};
 use serde_json::json;
@@ -216,6 +219,15 @@ pub struct SweepArgs {
     /// of the older hit's, for it to be lifted above it; `off`: any.
     #[arg(long, value_delimiter = ',', default_value = "0.8,0.85,0.9,0.95,off")]
     pub update_relevance_share: Vec<String>,
+    /// Cosines over which a partial lexical match comes to count
+    /// (`LO:HI`: nothing at or below LO, all of it from HI; the strong-match
+    /// level stays the default), `off` for the whole lexical half always.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "0.1:0.3,0.2:0.4,0.3:0.5,0.4:0.6,off"
+    )]
+    pub lexical_support: Vec<String>,
     /// Every combination instead of one parameter at a time around the defaults.
     #[arg(long)]
     pub full: bool,
@@ -638,6 +650,7 @@ struct Point {
     update_similarity: Option<f32>,
     update_isolation: Option<f32>,
     update_relevance_share: Option<f32>,
+    lexical_support: Option<LexicalSupport>,
 }
 
 impl Point {
@@ -655,12 +668,13 @@ impl Point {
             update_similarity: d.update_similarity,
             update_isolation: d.update_isolation,
             update_relevance_share: d.update_relevance_share,
+            lexical_support: d.lexical_support,
         }
     }
 
     fn name(&self) -> String {
         format!(
-            "w{}/{}/hl{}/floor{}/cos{}/min{}/hit{}/pool{}/upd{}/apart{}/share{}",
+            "w{}/{}/hl{}/floor{}/cos{}/min{}/hit{}/pool{}/upd{}/apart{}/share{}/support{}",
             self.vector_weight,
             bm25_label(self.bm25),
             self.half_life,
@@ -671,7 +685,8 @@ impl Point {
             self.pool,
             update_label(self.update_similarity),
             update_label(self.update_isolation),
-            update_label(self.update_relevance_share)
+            update_label(self.update_relevance_share),
+            support_label(self.lexical_support)
         )
     }
 
@@ -691,6 +706,7 @@ impl Point {
                 update_similarity: self.update_similarity,
                 update_isolation: self.update_isolation,
                 update_relevance_share: self.update_relevance_share,
+                lexical_support: self.lexical_support,
                 ..ScoringConfig::default()
             },
         )
@@ -713,12 +729,13 @@ impl Point {
             "update_similarity" => self.update_similarity.map(f64::from),
             "update_isolation" => self.update_isolation.map(f64::from),
             "update_relevance_share" => self.update_relevance_share.map(f64::from),
+            "lexical_support" => self.lexical_support.map(|s| f64::from(s.related_from)),
             _ => None,
         }
     }
 }
 
-const PARAMS: [&str; 11] = [
+const PARAMS: [&str; 12] = [
     "vector_weight",
     "bm25_saturation_k",
     "half_life_days",
@@ -730,6 +747,7 @@ const PARAMS: [&str; 11] = [
     "update_similarity",
     "update_isolation",
     "update_relevance_share",
+    "lexical_support",
 ];
 
 /// `off` or the cut-off.
@@ -746,6 +764,36 @@ fn parse_update(what: &str, s: &str) -> anyhow::Result<Option<f32>> {
                 format!("{what} {v:?}: a number or `off`")
             })?))
         }
+    }
+}
+
+/// `off`, or `LO:HI`.
+fn support_label(support: Option<LexicalSupport>) -> String {
+    support.map_or("off".into(), |s| {
+        format!("{}:{}", s.unrelated_below, s.related_from)
+    })
+}
+
+/// A lexical-support ramp: `off` or `LO:HI` (LO ≤ HI), the strong-match
+/// level at its default.
+fn parse_support(s: &str) -> anyhow::Result<Option<LexicalSupport>> {
+    let s = s.trim();
+    if s == "off" {
+        return Ok(None);
+    }
+    let parsed = s.split_once(':').and_then(|(lo, hi)| {
+        Some((
+            lo.trim().parse::<f32>().ok()?,
+            hi.trim().parse::<f32>().ok()?,
+        ))
+    });
+    match parsed {
+        Some((lo, hi)) if lo <= hi => Ok(Some(LexicalSupport {
+            unrelated_below: lo,
+            related_from: hi,
+            ..LexicalSupport::default()
+        })),
+        _ => anyhow::bail!("lexical support {s:?}: `LO:HI` with LO ≤ HI (e.g. 0.2:0.4), or `off`"),
     }
 }
 
@@ -770,6 +818,11 @@ fn sweep_points(args: &SweepArgs) -> anyhow::Result<Vec<Point>> {
         .iter()
         .map(|u| parse_update("update relevance share", u))
         .collect::<anyhow::Result<_>>()?;
+    let supports: Vec<Option<LexicalSupport>> = args
+        .lexical_support
+        .iter()
+        .map(|s| parse_support(s))
+        .collect::<anyhow::Result<_>>()?;
     let base = Point::defaults();
     let mut points = vec![base.clone()];
     if args.full {
@@ -789,7 +842,8 @@ fn sweep_points(args: &SweepArgs) -> anyhow::Result<Vec<Point>> {
         let grid = expand(grid, &args.pool, |p, &pool| p.pool = pool);
         let grid = expand(grid, &updates, |p, &u| p.update_similarity = u);
         let grid = expand(grid, &isolations, |p, &i| p.update_isolation = i);
-        return Ok(expand(grid, &shares, |p, &r| p.update_relevance_share = r));
+        let grid = expand(grid, &shares, |p, &r| p.update_relevance_share = r);
+        return Ok(expand(grid, &supports, |p, &s| p.lexical_support = s));
     }
     let mut push = |p: Point| {
         if !points.iter().any(|q| q.name() == p.name()) {
@@ -862,6 +916,12 @@ fn sweep_points(args: &SweepArgs) -> anyhow::Result<Vec<Point>> {
             ..base.clone()
         });
     }
+    for &support in &supports {
+        push(Point {
+            lexical_support: support,
+            ..base.clone()
+        });
+    }
     Ok(points)
 }
 
@@ -887,6 +947,7 @@ fn varies_only(point: &Point, param: &str) -> bool {
         .filter(|p| **p != param)
         .all(|p| point.value(p) == base.value(p))
         && (param == "bm25_saturation_k" || point.bm25 == base.bm25)
+        && (param == "lexical_support" || point.lexical_support == base.lexical_support)
 }
 
 /// `sweep`: every point ranks the same ingested data; a table of all
@@ -929,7 +990,7 @@ pub async fn sweep_command(args: &SweepArgs) -> anyhow::Result<()> {
         "recall_any@5".to_string(),
     ];
     let mut md = format!(
-        "# Sweep on {}\n\n| vector w | BM25 | half-life d | decay floor | evidence cos | min_relevance | min hit relevance | pool | update sim | update apart | update rel share | {} | {} | {} | abstention acc | KU newest-first |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "# Sweep on {}\n\n| vector w | BM25 | half-life d | decay floor | evidence cos | min_relevance | min hit relevance | pool | update sim | update apart | update rel share | lexical support | {} | {} | {} | abstention acc | KU newest-first |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|\n",
         data.display(),
         metrics[0],
         metrics[1],
@@ -939,7 +1000,7 @@ pub async fn sweep_command(args: &SweepArgs) -> anyhow::Result<()> {
     for (point, report) in points.iter().zip(&reports) {
         let vals: Vec<f64> = metrics.iter().map(|m| report.overall(m)).collect();
         md.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {} | {} |\n",
             point.vector_weight,
             bm25_label(point.bm25),
             point.half_life,
@@ -951,6 +1012,7 @@ pub async fn sweep_command(args: &SweepArgs) -> anyhow::Result<()> {
             update_label(point.update_similarity),
             update_label(point.update_isolation),
             update_label(point.update_relevance_share),
+            support_label(point.lexical_support),
             vals[0],
             vals[1],
             vals[2],
@@ -973,12 +1035,13 @@ pub async fn sweep_command(args: &SweepArgs) -> anyhow::Result<()> {
             "update_similarity": point.update_similarity,
             "update_isolation": point.update_isolation,
             "update_relevance_share": point.update_relevance_share,
+            "lexical_support": support_label(point.lexical_support),
             "overall": report.overall_json(),
         }));
     }
     for baseline in &reports[points.len()..] {
         md.push_str(&format!(
-            "| {} only | | | | | | | | | | | {:.3} | {:.3} | {:.3} | – | {} |\n",
+            "| {} only | | | | | | | | | | | | {:.3} | {:.3} | {:.3} | – | {} |\n",
             baseline.ranker,
             baseline.overall(&metrics[0]),
             baseline.overall(&metrics[1]),

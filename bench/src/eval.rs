@@ -221,13 +221,15 @@ pub fn ungated() -> ScoringConfig {
     }
 }
 
-/// A baseline's base: [`ungated`] with every kind weighing the same and no
-/// drift demotion, so a half of the relevance ranks on its own. (LongMemEval
-/// and LoCoMo write one kind and mark no drift: there it is `ungated`.)
+/// A baseline's base: [`ungated`] with every kind weighing the same, no
+/// drift demotion and the whole lexical half whatever the cosine, so a half
+/// of the relevance ranks on its own. (LongMemEval and LoCoMo write one
+/// kind and mark no drift.)
 fn half() -> ScoringConfig {
     ScoringConfig {
         kind_weights: recall::KindWeights::flat(),
         drift_factor: 1.0,
+        lexical_support: None,
         ..ungated()
     }
 }

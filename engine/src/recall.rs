@@ -14,8 +14,8 @@ use crate::error::{Error, Result};
 use crate::memory::{Kind, Memory, Source};
 use crate::policy::ReadPolicy;
 use crate::score::{
-    Breakdown, decay_multiplier, drift_multiplier, effective_confidence, normalize_bm25, relevance,
-    usage_multiplier,
+    Breakdown, decay_multiplier, drift_multiplier, effective_confidence, lexical_share,
+    normalize_bm25, relevance, usage_multiplier,
 };
 use crate::state::{TenantState, to_ms};
 use crate::updates::{Cutoffs, Versions};
@@ -460,6 +460,7 @@ impl RecallBuilder {
                         v: cosine.unwrap_or(0.0).max(0.0),
                         bm25,
                         b,
+                        lexical_share: lexical_share(config, cosine, b),
                         rel,
                         kind_weight,
                         decay,

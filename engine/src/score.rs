@@ -1,8 +1,10 @@
 //! The recall scorer (§4.3–§4.5).
 //!
 //! ```text
-//! rel   = vector_weight · max(0, cosine) + lexical_weight · b
-//!         b = s / (s + 10)   (s = raw BM25; query-independent, so rel can gate abstention)
+//! rel   = vector_weight · max(0, cosine) + lexical_weight · b · share
+//!         b = min(1, s / Σ idf(query terms))   (s = raw BM25; query-independent, so rel can gate abstention)
+//!         share = 1 if b ≥ 0.6, else clamp((cosine − 0.2) / 0.2, 0, 1)   (a chance word match
+//!                 on a memory unrelated in meaning counts nothing; see `LexicalSupport`)
 //! score = rel × kind_weight × decay × usage × drift × confidence
 //!         decay      = 0.9 + 0.1 · 0.5^(age / (45 d · stability)),  stability = 1 + ln(1 + confirmations)
 //!                      (the spec's floor is 0.6; see `ScoringConfig::decay_floor`)
@@ -19,6 +21,8 @@
 //! // A pitfall with cosine 0.8 and raw BM25 10, fresh, unused:
 //! let rel = recall::relevance(&config, Some(0.8), 0.5, true);
 //! assert!((rel - (0.55 * 0.8 + 0.45 * 0.5)).abs() < 1e-6);
+//! // The same words on a memory unrelated in meaning:
+//! assert!((recall::relevance(&config, Some(0.1), 0.5, true) - 0.55 * 0.1).abs() < 1e-6);
 //! assert_eq!(recall::usage_multiplier(&config, 3, 0), 1.0 + 0.4 * 4f32.ln());
 //! assert_eq!(recall::usage_multiplier(&config, 100, 0), 1.8);
 //! assert_eq!(recall::usage_multiplier(&config, 0, 5), 0.75);
@@ -46,6 +50,8 @@ pub struct Breakdown {
     pub bm25: Option<f32>,
     /// Normalized BM25 in [0, 1].
     pub b: f32,
+    /// The share of `b` counted in relevance ([`lexical_share`]).
+    pub lexical_share: f32,
     /// Relevance.
     pub rel: f32,
     /// Kind weight.
@@ -72,7 +78,7 @@ impl Breakdown {
     ///
     /// ```
     /// # use recall::Breakdown;
-    /// let b = Breakdown { cosine: Some(0.7), sentence_cosine: None, v: 0.7, bm25: Some(5.0), b: 0.333, rel: 0.535,
+    /// let b = Breakdown { cosine: Some(0.7), sentence_cosine: None, v: 0.7, bm25: Some(5.0), b: 0.333, lexical_share: 1.0, rel: 0.535,
     ///     kind_weight: 3.0, decay: 1.0, usage: 1.0, drift: 1.0, confidence: 1.0, update: 1.0,
     ///     updates: None, score: 1.605 };
     /// assert!(b.explain().starts_with("score 1.605"));
@@ -84,12 +90,20 @@ impl Breakdown {
             (None, _) => "none".to_string(),
         };
         let bm25 = self.bm25.map_or("none".to_string(), |s| format!("{s:.2}"));
+        let share = if self.lexical_share < 1.0 {
+            format!(
+                " × {:.2}: a partial match, far in meaning",
+                self.lexical_share
+            )
+        } else {
+            String::new()
+        };
         let update = match self.updates {
             Some(_) => format!(" × update {:.3}", self.update),
             None => String::new(),
         };
         let mut tree = format!(
-            "score {:.3} = rel {:.3} × kind {:.2} × decay {:.3} × usage {:.2} × drift {:.2} × confidence {:.2}{update}\n  rel = vector (cosine {cosine}, v {:.3}) + lexical (bm25 {bm25}, b {:.3})",
+            "score {:.3} = rel {:.3} × kind {:.2} × decay {:.3} × usage {:.2} × drift {:.2} × confidence {:.2}{update}\n  rel = vector (cosine {cosine}, v {:.3}) + lexical (bm25 {bm25}, b {:.3}{share})",
             self.score,
             self.rel,
             self.kind_weight,
@@ -158,7 +172,27 @@ pub fn relevance(config: &ScoringConfig, cosine: Option<f32>, b: f32, has_embedd
         return b;
     }
     let v = cosine.unwrap_or(0.0).max(0.0);
-    config.vector_weight * v + config.lexical_weight * b
+    config.vector_weight * v + config.lexical_weight * b * lexical_share(config, cosine, b)
+}
+
+/// The share of `b` that counts in relevance
+/// ([`ScoringConfig::lexical_support`]): 1 when that is off, and for a
+/// memory without a vector (nothing to judge its meaning by).
+///
+/// ```
+/// use recall::{ScoringConfig, lexical_share};
+/// let config = ScoringConfig::default();
+/// assert_eq!(lexical_share(&config, Some(0.05), 0.45), 0.0);
+/// assert_eq!(lexical_share(&config, Some(0.6), 0.45), 1.0);
+/// assert_eq!(lexical_share(&config, None, 0.45), 1.0);
+/// let spec = ScoringConfig { lexical_support: None, ..ScoringConfig::default() };
+/// assert_eq!(lexical_share(&spec, Some(0.05), 0.45), 1.0);
+/// ```
+pub fn lexical_share(config: &ScoringConfig, cosine: Option<f32>, b: f32) -> f32 {
+    match (config.lexical_support, cosine) {
+        (Some(support), Some(c)) => support.share(c, b),
+        _ => 1.0,
+    }
 }
 
 /// Age decay, slowed by confirmations; never below the floor.
@@ -215,6 +249,43 @@ mod tests {
         assert!(decay_multiplier(&c, 45 * day, 3) > halfway);
         assert!(decay_multiplier(&c, 100_000 * day, 0) >= c.decay_floor);
         assert!(decay_multiplier(&c, 100_000 * day, 0) < halfway);
+    }
+
+    #[test]
+    fn a_partial_match_far_in_meaning_keeps_a_share_of_its_lexical_half() {
+        let c = ScoringConfig::default();
+        // Halfway up the ramp (cosine 0.3 of 0.2 → 0.4), a third of the
+        // query's information matched:
+        let share = lexical_share(&c, Some(0.3), 0.33);
+        assert!((share - 0.5).abs() < 1e-6);
+        let rel = relevance(&c, Some(0.3), 0.33, true);
+        assert!((rel - (0.55 * 0.3 + 0.45 * 0.33 * 0.5)).abs() < 1e-6);
+        // Most of the query's information counts whatever the cosine.
+        assert_eq!(lexical_share(&c, Some(0.0), 0.6), 1.0);
+        // Without an embedder relevance is `b` alone, untouched.
+        assert_eq!(relevance(&c, None, 0.33, false), 0.33);
+        let explained = Breakdown {
+            cosine: Some(0.3),
+            sentence_cosine: None,
+            v: 0.3,
+            bm25: Some(2.0),
+            b: 0.33,
+            lexical_share: share,
+            rel,
+            kind_weight: 1.0,
+            decay: 1.0,
+            usage: 1.0,
+            drift: 1.0,
+            confidence: 1.0,
+            update: 1.0,
+            updates: None,
+            score: rel,
+        }
+        .explain();
+        assert!(
+            explained.contains("b 0.330 × 0.50: a partial match, far in meaning"),
+            "{explained}"
+        );
     }
 
     #[test]

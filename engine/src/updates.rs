@@ -195,6 +195,7 @@ mod tests {
             v: score,
             bm25: None,
             b: 0.0,
+            lexical_share: 1.0,
             rel: score,
             kind_weight: 1.0,
             decay: 1.0,

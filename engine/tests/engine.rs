@@ -250,6 +250,54 @@ async fn lexical_stage_finds_a_rare_identifier_the_vector_ranks_low() {
 }
 
 #[tokio::test]
+async fn a_word_shared_by_chance_does_not_outrank_a_paraphrase() {
+    // A generated probe the hybrid lost to the vector alone: the question
+    // shares only "new" with a request about Git (cosine ≈ 0), and nothing
+    // with the turn that answers it.
+    let dir = tempfile::tempdir().unwrap();
+    let engine = open(dir.path()).await;
+    let turns = [
+        "Oh, and moving boxes everywhere since we relocated to Ballard last weekend.",
+        "Explain error handling to me like I'm new to Git.",
+        "What are some cheap date ideas in Montreal?",
+        "Give me three stretches for my lower back after sitting all day.",
+        "Can you recommend podcasts about the ocean?",
+        "What's a reasonable weekly schedule for practicing chess?",
+    ];
+    engine
+        .remember_many(turns.iter().map(|t| note(Kind::Episode, t)).collect())
+        .await
+        .unwrap();
+    let query = "Where is our new place?";
+    let recall = |scoring: ScoringConfig| {
+        engine
+            .recall(TENANT, query)
+            .read([BANK])
+            .scoring(scoring)
+            .execute()
+    };
+
+    // With only its cosine left, the chance match falls under the hit floor.
+    let supported = recall(ScoringConfig::default()).await.unwrap();
+    assert_eq!(rank_of(&supported, "Ballard"), Some(0), "{supported:#?}");
+    assert_eq!(rank_of(&supported, "Git"), None, "{supported:#?}");
+
+    // The spec's relevance, every lexical match counted in full, puts the
+    // chance match first.
+    let whole_lexical = recall(ScoringConfig {
+        lexical_support: None,
+        ..ScoringConfig::default()
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        rank_of(&whole_lexical, "Git"),
+        Some(0),
+        "{whole_lexical:#?}"
+    );
+}
+
+#[tokio::test]
 async fn near_copies_deduplicate_and_the_similar_band_is_reported() {
     let dir = tempfile::tempdir().unwrap();
     let engine = open(dir.path()).await;
