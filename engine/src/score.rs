@@ -90,7 +90,7 @@ impl Breakdown {
             (None, _) => "none".to_string(),
         };
         let bm25 = self.bm25.map_or("none".to_string(), |s| format!("{s:.2}"));
-        let share = if self.lexical_share < 1.0 {
+        let share = if self.b > 0.0 && self.lexical_share < 1.0 {
             format!(
                 " × {:.2}: a partial match, far in meaning",
                 self.lexical_share
@@ -264,7 +264,7 @@ mod tests {
         assert_eq!(lexical_share(&c, Some(0.0), 0.6), 1.0);
         // Without an embedder relevance is `b` alone, untouched.
         assert_eq!(relevance(&c, None, 0.33, false), 0.33);
-        let explained = Breakdown {
+        let explained_breakdown = Breakdown {
             cosine: Some(0.3),
             sentence_cosine: None,
             v: 0.3,
@@ -280,11 +280,22 @@ mod tests {
             update: 1.0,
             updates: None,
             score: rel,
-        }
-        .explain();
+        };
+        let explained = explained_breakdown.explain();
         assert!(
             explained.contains("b 0.330 × 0.50: a partial match, far in meaning"),
             "{explained}"
+        );
+        // No lexical match: nothing to discount, nothing said.
+        let unmatched = Breakdown {
+            bm25: None,
+            b: 0.0,
+            ..explained_breakdown
+        };
+        assert!(
+            unmatched.explain().ends_with("(bm25 none, b 0.000)"),
+            "{}",
+            unmatched.explain()
         );
     }
 
