@@ -236,6 +236,31 @@ pub fn effective_confidence(
 }
 
 #[cfg(test)]
+impl Breakdown {
+    /// A hit whose cosine, relevance and score are all `rel`: no lexical
+    /// match, every multiplier 1.
+    pub(crate) fn with_relevance(rel: f32) -> Breakdown {
+        Breakdown {
+            cosine: Some(rel),
+            sentence_cosine: None,
+            v: rel,
+            bm25: None,
+            b: 0.0,
+            lexical_share: 1.0,
+            rel,
+            kind_weight: 1.0,
+            decay: 1.0,
+            usage: 1.0,
+            drift: 1.0,
+            confidence: 1.0,
+            update: 1.0,
+            updates: None,
+            score: rel,
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -266,20 +291,11 @@ mod tests {
         assert_eq!(relevance(&c, None, 0.33, false), 0.33);
         let explained_breakdown = Breakdown {
             cosine: Some(0.3),
-            sentence_cosine: None,
             v: 0.3,
             bm25: Some(2.0),
             b: 0.33,
             lexical_share: share,
-            rel,
-            kind_weight: 1.0,
-            decay: 1.0,
-            usage: 1.0,
-            drift: 1.0,
-            confidence: 1.0,
-            update: 1.0,
-            updates: None,
-            score: rel,
+            ..Breakdown::with_relevance(rel)
         };
         let explained = explained_breakdown.explain();
         assert!(

@@ -188,26 +188,6 @@ fn keep_scores_falling(scored: &mut [(usize, Breakdown)]) {
 mod tests {
     use super::*;
 
-    fn hit(score: f32) -> Breakdown {
-        Breakdown {
-            cosine: Some(score),
-            sentence_cosine: None,
-            v: score,
-            bm25: None,
-            b: 0.0,
-            lexical_share: 1.0,
-            rel: score,
-            kind_weight: 1.0,
-            decay: 1.0,
-            usage: 1.0,
-            drift: 1.0,
-            confidence: 1.0,
-            update: 1.0,
-            updates: None,
-            score,
-        }
-    }
-
     /// Memories 0..n, written at `times[i]`, with a similarity matrix;
     /// the memories in `apart` are of a kind whose versions must stand apart.
     fn lift_with(
@@ -222,7 +202,7 @@ mod tests {
         let mut scored: Vec<(usize, Breakdown)> = scores
             .iter()
             .enumerate()
-            .map(|(i, s)| (i, hit(*s)))
+            .map(|(i, s)| (i, Breakdown::with_relevance(*s)))
             .collect();
         lift_newer_versions(
             &mut scored,
@@ -262,7 +242,11 @@ mod tests {
         assert!(lifted.score > 0.9);
         assert_eq!(lifted.updates, Some(Uuid::from_u128(0)));
         assert!((lifted.update - lifted.score / 0.6).abs() < 1e-6);
-        assert_eq!(scored[1].1, hit(0.9), "the older hit keeps its score");
+        assert_eq!(
+            scored[1].1,
+            Breakdown::with_relevance(0.9),
+            "the older hit keeps its score"
+        );
     }
 
     #[test]
