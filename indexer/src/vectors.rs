@@ -375,16 +375,22 @@ impl VectorSet {
         F: Fn(usize) -> bool + Sync,
     {
         let dot = kernels::dot_fn();
+        // Each chunk hands on only its own best k: the best k of those are
+        // the best k of all rows, and a million-row scan then collects
+        // 1M / CHUNK_ROWS · k pairs instead of a 16 MB list of every row.
         let scored: Vec<(usize, f32)> = self
             .data
             .par_chunks(CHUNK_ROWS * self.dim)
             .enumerate()
             .flat_map_iter(|(chunk, rows)| {
                 let first = chunk * CHUNK_ROWS;
-                rows.chunks_exact(self.dim)
+                let chunk_hits: Vec<(usize, f32)> = rows
+                    .chunks_exact(self.dim)
                     .enumerate()
-                    .filter(move |(i, _)| accept(self.owners[first + i]))
-                    .map(move |(i, row)| (self.owners[first + i], dot(row, query)))
+                    .filter(|(i, _)| accept(self.owners[first + i]))
+                    .map(|(i, row)| (self.owners[first + i], dot(row, query)))
+                    .collect();
+                top_k(chunk_hits, k)
             })
             .collect();
         top_k(scored, k)
@@ -1116,6 +1122,30 @@ pub(crate) mod tests {
         let all = set.nearest(&q, 1, ScanConfig::default(), |_| true);
         assert_eq!(all[0].0, 5);
         assert!((all[0].1 - 1.0).abs() < 1e-5);
+    }
+
+    #[test]
+    fn the_exact_scan_is_the_best_k_of_every_accepted_row_across_chunks() {
+        // Rows over three chunks, two rows per owner (a memory and its
+        // sentence), and k larger than a chunk's share of the winners.
+        let dim = 16;
+        let n = 2 * CHUNK_ROWS + 300;
+        let mut set = VectorSet::new(dim);
+        for row in 0..n {
+            set.push(row / 2, &unit(row as u64 + 7, dim));
+        }
+        let accept = |owner: usize| !owner.is_multiple_of(5);
+        for (query_seed, k) in [(1u64, 1), (2, 50), (3, 700), (4, n)] {
+            let query = unit(query_seed, dim);
+            let dot = kernels::dot_fn();
+            let mut every: Vec<(usize, f32)> = (0..n)
+                .filter(|&row| accept(row / 2))
+                .filter_map(|row| Some((row / 2, dot(set.row(row)?, &query))))
+                .collect();
+            every.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            every.truncate(k);
+            assert_eq!(set.nearest_exact(&query, k, accept), every, "k = {k}");
+        }
     }
 
     /// `n` unit vectors around `topics` random centres (cosine ≈ 0.8 to their centre).
