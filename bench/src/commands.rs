@@ -1123,3 +1123,20 @@ pub async fn sweep_command(args: &SweepArgs) -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lexical_support_ramp_is_lo_colon_hi_or_off() {
+        let ramp = parse_support(" 0.1:0.3 ").unwrap().unwrap();
+        assert_eq!((ramp.unrelated_below, ramp.related_from), (0.1, 0.3));
+        assert_eq!(ramp.strong_match, LexicalSupport::default().strong_match);
+        assert_eq!(support_label(Some(ramp)), "0.1:0.3");
+        assert_eq!(parse_support("off").unwrap(), None);
+        for bad in ["0.4:0.2", "0.3", "a:b", ""] {
+            assert!(parse_support(bad).is_err(), "{bad:?} was accepted");
+        }
+    }
+}
