@@ -390,7 +390,7 @@ impl VectorSet {
                     .filter(|(i, _)| accept(self.owners[first + i]))
                     .map(|(i, row)| (self.owners[first + i], dot(row, query)))
                     .collect();
-                top_k(chunk_hits, k)
+                best_k(chunk_hits, k)
             })
             .collect();
         top_k(scored, k)
@@ -1078,14 +1078,25 @@ pub(crate) fn sign_code(vector: &[f32], words: usize) -> Vec<u64> {
     code
 }
 
-fn top_k(mut scored: Vec<(usize, f32)>, k: usize) -> Vec<(usize, f32)> {
-    let by_score = |a: &(usize, f32), b: &(usize, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+/// Best first: higher cosine, then lower owner.
+fn by_score(a: &(usize, f32), b: &(usize, f32)) -> std::cmp::Ordering {
+    b.1.total_cmp(&a.1).then(a.0.cmp(&b.0))
+}
+
+/// The best `k` of `scored`, in no particular order.
+fn best_k(mut scored: Vec<(usize, f32)>, k: usize) -> Vec<(usize, f32)> {
     if scored.len() > k {
         scored.select_nth_unstable_by(k - 1, by_score);
         scored.truncate(k);
     }
-    scored.sort_by(by_score);
     scored
+}
+
+/// The best `k` of `scored`, best first.
+fn top_k(scored: Vec<(usize, f32)>, k: usize) -> Vec<(usize, f32)> {
+    let mut best = best_k(scored, k);
+    best.sort_by(by_score);
+    best
 }
 
 #[cfg(test)]
@@ -1142,7 +1153,7 @@ pub(crate) mod tests {
                 .filter(|&row| accept(row / 2))
                 .filter_map(|row| Some((row / 2, dot(set.row(row)?, &query))))
                 .collect();
-            every.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            every.sort_by(by_score);
             every.truncate(k);
             assert_eq!(set.nearest_exact(&query, k, accept), every, "k = {k}");
         }
