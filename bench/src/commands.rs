@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use recall::{
-    Bm25Normalization, Embedder, FastEmbedder, Kind, LexicalSupport, ScoringConfig,
-    default_model_dirs,
+    Bm25Normalization, Embedder, FastEmbedder, Kind, LexicalSupport, QuestionEvidence,
+    ScoringConfig, default_model_dirs,
 };
 use recall_datasets::probes::{ProbeConfig, generate};
 use recall_datasets::{locomo, longmemeval};
@@ -228,6 +228,15 @@ pub struct SweepArgs {
         default_value = "0.1:0.3,0.2:0.4,0.3:0.5,0.4:0.6,off"
     )]
     pub lexical_support: Vec<String>,
+    /// What the abstention gate asks of a memory that only asks (`COS:LEX`:
+    /// its cosine or its normalized BM25 must reach these), `off` to judge
+    /// it like any memory.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "0.25:0.5,0.28:0.6,0.32:0.6,0.35:0.6,0.4:0.6,off"
+    )]
+    pub question_evidence: Vec<String>,
     /// Every combination instead of one parameter at a time around the defaults.
     #[arg(long)]
     pub full: bool,
@@ -651,6 +660,7 @@ struct Point {
     update_isolation: Option<f32>,
     update_relevance_share: Option<f32>,
     lexical_support: Option<LexicalSupport>,
+    question_evidence: Option<QuestionEvidence>,
 }
 
 impl Point {
@@ -669,12 +679,13 @@ impl Point {
             update_isolation: d.update_isolation,
             update_relevance_share: d.update_relevance_share,
             lexical_support: d.lexical_support,
+            question_evidence: d.question_evidence,
         }
     }
 
     fn name(&self) -> String {
         format!(
-            "w{}/{}/hl{}/floor{}/cos{}/min{}/hit{}/pool{}/upd{}/apart{}/share{}/support{}",
+            "w{}/{}/hl{}/floor{}/cos{}/min{}/hit{}/pool{}/upd{}/apart{}/share{}/support{}/asks{}",
             self.vector_weight,
             bm25_label(self.bm25),
             self.half_life,
@@ -686,7 +697,8 @@ impl Point {
             update_label(self.update_similarity),
             update_label(self.update_isolation),
             update_label(self.update_relevance_share),
-            support_label(self.lexical_support)
+            support_label(self.lexical_support),
+            question_label(self.question_evidence)
         )
     }
 
@@ -707,6 +719,7 @@ impl Point {
                 update_isolation: self.update_isolation,
                 update_relevance_share: self.update_relevance_share,
                 lexical_support: self.lexical_support,
+                question_evidence: self.question_evidence,
                 ..ScoringConfig::default()
             },
         )
@@ -730,12 +743,13 @@ impl Point {
             "update_isolation" => self.update_isolation.map(f64::from),
             "update_relevance_share" => self.update_relevance_share.map(f64::from),
             "lexical_support" => self.lexical_support.map(|s| f64::from(s.related_from)),
+            "question_evidence" => self.question_evidence.map(|q| f64::from(q.min_cosine)),
             _ => None,
         }
     }
 }
 
-const PARAMS: [&str; 12] = [
+const PARAMS: [&str; 13] = [
     "vector_weight",
     "bm25_saturation_k",
     "half_life_days",
@@ -748,6 +762,7 @@ const PARAMS: [&str; 12] = [
     "update_isolation",
     "update_relevance_share",
     "lexical_support",
+    "question_evidence",
 ];
 
 /// `off` or the cut-off.
@@ -774,26 +789,45 @@ fn support_label(support: Option<LexicalSupport>) -> String {
     })
 }
 
+/// `off` → `Some(None)`, `A:B` → `Some(Some((A, B)))`, anything else → `None`.
+fn off_or_pair(s: &str) -> Option<Option<(f32, f32)>> {
+    let s = s.trim();
+    if s == "off" {
+        return Some(None);
+    }
+    let (a, b) = s.split_once(':')?;
+    Some(Some((a.trim().parse().ok()?, b.trim().parse().ok()?)))
+}
+
 /// A lexical-support ramp: `off` or `LO:HI` (LO ≤ HI), the strong-match
 /// level at its default.
 fn parse_support(s: &str) -> anyhow::Result<Option<LexicalSupport>> {
-    let s = s.trim();
-    if s == "off" {
-        return Ok(None);
-    }
-    let parsed = s.split_once(':').and_then(|(lo, hi)| {
-        Some((
-            lo.trim().parse::<f32>().ok()?,
-            hi.trim().parse::<f32>().ok()?,
-        ))
-    });
-    match parsed {
-        Some((lo, hi)) if lo <= hi => Ok(Some(LexicalSupport {
+    match off_or_pair(s) {
+        Some(None) => Ok(None),
+        Some(Some((lo, hi))) if lo <= hi => Ok(Some(LexicalSupport {
             unrelated_below: lo,
             related_from: hi,
             ..LexicalSupport::default()
         })),
         _ => anyhow::bail!("lexical support {s:?}: `LO:HI` with LO ≤ HI (e.g. 0.2:0.4), or `off`"),
+    }
+}
+
+/// `off`, or `COS:LEX`.
+fn question_label(question: Option<QuestionEvidence>) -> String {
+    question.map_or("off".into(), |q| {
+        format!("{}:{}", q.min_cosine, q.min_lexical)
+    })
+}
+
+/// What the gate asks of a memory that only asks: `off` or `COS:LEX`.
+fn parse_question(s: &str) -> anyhow::Result<Option<QuestionEvidence>> {
+    match off_or_pair(s) {
+        Some(pair) => Ok(pair.map(|(min_cosine, min_lexical)| QuestionEvidence {
+            min_cosine,
+            min_lexical,
+        })),
+        None => anyhow::bail!("question evidence {s:?}: `COS:LEX` (e.g. 0.32:0.6), or `off`"),
     }
 }
 
@@ -823,6 +857,11 @@ fn sweep_points(args: &SweepArgs) -> anyhow::Result<Vec<Point>> {
         .iter()
         .map(|s| parse_support(s))
         .collect::<anyhow::Result<_>>()?;
+    let questions: Vec<Option<QuestionEvidence>> = args
+        .question_evidence
+        .iter()
+        .map(|q| parse_question(q))
+        .collect::<anyhow::Result<_>>()?;
     let base = Point::defaults();
     let mut points = vec![base.clone()];
     if args.full {
@@ -843,7 +882,8 @@ fn sweep_points(args: &SweepArgs) -> anyhow::Result<Vec<Point>> {
         let grid = expand(grid, &updates, |p, &u| p.update_similarity = u);
         let grid = expand(grid, &isolations, |p, &i| p.update_isolation = i);
         let grid = expand(grid, &shares, |p, &r| p.update_relevance_share = r);
-        return Ok(expand(grid, &supports, |p, &s| p.lexical_support = s));
+        let grid = expand(grid, &supports, |p, &s| p.lexical_support = s);
+        return Ok(expand(grid, &questions, |p, &q| p.question_evidence = q));
     }
     let mut push = |p: Point| {
         if !points.iter().any(|q| q.name() == p.name()) {
@@ -922,6 +962,12 @@ fn sweep_points(args: &SweepArgs) -> anyhow::Result<Vec<Point>> {
             ..base.clone()
         });
     }
+    for &question in &questions {
+        push(Point {
+            question_evidence: question,
+            ..base.clone()
+        });
+    }
     Ok(points)
 }
 
@@ -948,6 +994,7 @@ fn varies_only(point: &Point, param: &str) -> bool {
         .all(|p| point.value(p) == base.value(p))
         && (param == "bm25_saturation_k" || point.bm25 == base.bm25)
         && (param == "lexical_support" || point.lexical_support == base.lexical_support)
+        && (param == "question_evidence" || point.question_evidence == base.question_evidence)
 }
 
 /// `sweep`: every point ranks the same ingested data; a table of all
@@ -990,7 +1037,7 @@ pub async fn sweep_command(args: &SweepArgs) -> anyhow::Result<()> {
         "recall_any@5".to_string(),
     ];
     let mut md = format!(
-        "# Sweep on {}\n\n| vector w | BM25 | half-life d | decay floor | evidence cos | min_relevance | min hit relevance | pool | update sim | update apart | update rel share | lexical support | {} | {} | {} | abstention acc | KU newest-first |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|\n",
+        "# Sweep on {}\n\n| vector w | BM25 | half-life d | decay floor | evidence cos | min_relevance | min hit relevance | pool | update sim | update apart | update rel share | lexical support | question evidence | {} | {} | {} | abstention acc | KU newest-first |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|\n",
         data.display(),
         metrics[0],
         metrics[1],
@@ -1000,7 +1047,7 @@ pub async fn sweep_command(args: &SweepArgs) -> anyhow::Result<()> {
     for (point, report) in points.iter().zip(&reports) {
         let vals: Vec<f64> = metrics.iter().map(|m| report.overall(m)).collect();
         md.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {} | {} |\n",
             point.vector_weight,
             bm25_label(point.bm25),
             point.half_life,
@@ -1013,6 +1060,7 @@ pub async fn sweep_command(args: &SweepArgs) -> anyhow::Result<()> {
             update_label(point.update_isolation),
             update_label(point.update_relevance_share),
             support_label(point.lexical_support),
+            question_label(point.question_evidence),
             vals[0],
             vals[1],
             vals[2],
@@ -1036,12 +1084,13 @@ pub async fn sweep_command(args: &SweepArgs) -> anyhow::Result<()> {
             "update_isolation": point.update_isolation,
             "update_relevance_share": point.update_relevance_share,
             "lexical_support": support_label(point.lexical_support),
+            "question_evidence": question_label(point.question_evidence),
             "overall": report.overall_json(),
         }));
     }
     for baseline in &reports[points.len()..] {
         md.push_str(&format!(
-            "| {} only | | | | | | | | | | | | {:.3} | {:.3} | {:.3} | – | {} |\n",
+            "| {} only | | | | | | | | | | | | | {:.3} | {:.3} | {:.3} | – | {} |\n",
             baseline.ranker,
             baseline.overall(&metrics[0]),
             baseline.overall(&metrics[1]),
@@ -1137,6 +1186,17 @@ mod tests {
         assert_eq!(parse_support("off").unwrap(), None);
         for bad in ["0.4:0.2", "0.3", "a:b", ""] {
             assert!(parse_support(bad).is_err(), "{bad:?} was accepted");
+        }
+    }
+
+    #[test]
+    fn question_evidence_is_cos_colon_lex_or_off() {
+        let asks = parse_question(" 0.3:0.55 ").unwrap().unwrap();
+        assert_eq!((asks.min_cosine, asks.min_lexical), (0.3, 0.55));
+        assert_eq!(question_label(Some(asks)), "0.3:0.55");
+        assert_eq!(parse_question("off").unwrap(), None);
+        for bad in ["0.3", "a:0.6", "0.3:", ""] {
+            assert!(parse_question(bad).is_err(), "{bad:?} was accepted");
         }
     }
 }

@@ -73,8 +73,8 @@ mod validate;
 pub use briefing::{BRIEFING_HEADER, briefing_line};
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use config::{
-    Bm25Normalization, Config, KindWeights, LexicalSupport, ModelSource, ScoringConfig,
-    WriteConfig, default_model_dirs,
+    Bm25Normalization, Config, KindWeights, LexicalSupport, ModelSource, QuestionEvidence,
+    ScoringConfig, WriteConfig, default_model_dirs,
 };
 pub use engine::{Engine, Status};
 pub use erasure::{EraseScope, Erased};
@@ -88,11 +88,11 @@ pub use recall::{Hit, RecallBuilder, RecallResult};
 pub use redact::{DefaultRedactor, Redaction, Redactor};
 pub use review::{ElementSummary, Ignored, KnowledgeMap, ReviewQueue, SimilarPair};
 pub use score::{
-    Breakdown, decay_multiplier, drift_multiplier, effective_confidence, lexical_share,
-    normalize_bm25, relevance, usage_multiplier,
+    Breakdown, decay_multiplier, drift_multiplier, effective_confidence, is_evidence,
+    lexical_share, normalize_bm25, relevance, usage_multiplier,
 };
 pub use screen::{DefaultScreen, Screen, ScreenMatch};
-pub use sentences::{MAX_SENTENCES, sentences};
+pub use sentences::{MAX_SENTENCES, asks_only, sentences};
 
 pub use recall_indexer::{
     AuditEntry, Durability, Embedder, FastEmbedder, HashEmbedder, IndexerError, ScanConfig,

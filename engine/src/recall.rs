@@ -14,9 +14,10 @@ use crate::error::{Error, Result};
 use crate::memory::{Kind, Memory, Source};
 use crate::policy::ReadPolicy;
 use crate::score::{
-    Breakdown, decay_multiplier, drift_multiplier, effective_confidence, lexical_share,
-    normalize_bm25, relevance, usage_multiplier,
+    Breakdown, decay_multiplier, drift_multiplier, effective_confidence, is_evidence,
+    lexical_share, normalize_bm25, relevance, usage_multiplier,
 };
+use crate::sentences::asks_only;
 use crate::state::{TenantState, to_ms};
 use crate::updates::{Cutoffs, Versions};
 use crate::validate;
@@ -41,8 +42,9 @@ pub struct RecallResult {
     /// Best first, at most `k`.
     pub hits: Vec<Hit>,
     /// True when no candidate was evidence of an answer (none reached
-    /// `min_evidence_cosine` or `min_evidence_lexical`, or none existed):
-    /// the result is then empty.
+    /// `min_evidence_cosine` or `min_evidence_lexical`, or, for a memory
+    /// that only asks, `question_evidence`; or none existed): the result is
+    /// then empty ([`crate::is_evidence`]).
     pub abstained: bool,
     /// Candidates considered (union of the vector and BM25 stages, in scope).
     pub candidates: usize,
@@ -427,8 +429,7 @@ impl RecallBuilder {
                     normalize_bm25(config.bm25, s, min_s, max_s, attainable)
                 });
                 let rel = relevance(config, cosine, b, has_embedder);
-                evidence |= cosine.is_some_and(|c| c >= config.min_evidence_cosine)
-                    || b >= config.min_evidence_lexical;
+                evidence = evidence || is_evidence(config, cosine, b, || asks_only(&m.row.content));
                 // The thresholds are calibrated for the hybrid score. BM25
                 // alone depends on corpus size (IDF), so without an embedder
                 // any lexical match passes both.

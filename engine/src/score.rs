@@ -195,6 +195,45 @@ pub fn lexical_share(config: &ScoringConfig, cosine: Option<f32>, b: f32) -> f32
     }
 }
 
+/// Whether a candidate is evidence that the query can be answered (the
+/// abstention gate): its cosine reaches
+/// [`ScoringConfig::min_evidence_cosine`] or its `b` reaches
+/// [`ScoringConfig::min_evidence_lexical`], or, for a memory that only asks,
+/// the [`ScoringConfig::question_evidence`] thresholds instead. `asks_only`
+/// is called only when the answer depends on it.
+///
+/// ```
+/// use recall::{ScoringConfig, is_evidence};
+/// let config = ScoringConfig::default();
+/// assert!(is_evidence(&config, Some(0.28), 0.0, || false)); // a statement
+/// assert!(!is_evidence(&config, Some(0.28), 0.0, || true)); // a request
+/// assert!(is_evidence(&config, Some(0.05), 0.7, || true)); // most of the query's words
+/// let spec = ScoringConfig { question_evidence: None, ..ScoringConfig::default() };
+/// assert!(is_evidence(&spec, Some(0.28), 0.0, || true));
+/// ```
+pub fn is_evidence(
+    config: &ScoringConfig,
+    cosine: Option<f32>,
+    b: f32,
+    asks_only: impl FnOnce() -> bool,
+) -> bool {
+    let reaches = |min_cosine: f32, min_lexical: f32| {
+        cosine.is_some_and(|c| c >= min_cosine) || b >= min_lexical
+    };
+    let as_statement = reaches(config.min_evidence_cosine, config.min_evidence_lexical);
+    let Some(question) = config.question_evidence else {
+        return as_statement;
+    };
+    let as_question = reaches(question.min_cosine, question.min_lexical);
+    if as_statement == as_question {
+        as_statement
+    } else if asks_only() {
+        as_question
+    } else {
+        as_statement
+    }
+}
+
 /// Age decay, slowed by confirmations; never below the floor.
 pub fn decay_multiplier(config: &ScoringConfig, age_ms: i64, confirmations: u32) -> f32 {
     let age_days = age_ms.max(0) as f64 / DAY_MS;

@@ -1,4 +1,5 @@
-//! Which parts of a memory's content get an embedding of their own.
+//! Which parts of a memory's content get an embedding of their own, and
+//! whether a content only asks ([`asks_only`]).
 //!
 //! One vector for a whole turn blurs what it says: "Before I forget, my new
 //! manager, Marcus, wants weekly one-on-ones. How should I prepare for a job
@@ -69,19 +70,37 @@ fn label(content: &str) -> Option<&str> {
     plain.then_some(name)
 }
 
+/// Whether every sentence of `content` is a question: it ends with `?`
+/// (before closing quotes or brackets). Sentences are cut as
+/// [`sentences`] cuts them; a content without a letter or digit asks
+/// nothing.
+///
+/// A memory that only asks ("What are some cheap date ideas in
+/// Montreal?", a request a user once made) states nothing that could
+/// answer a later question, so the abstention gate asks more of it
+/// ([`crate::ScoringConfig::question_evidence`]).
+///
+/// ```
+/// use recall::asks_only;
+/// assert!(asks_only("Can you recommend podcasts about rain? Or audiobooks?"));
+/// assert!(!asks_only("My manager is Marcus. How should I prepare?"));
+/// assert!(asks_only("Dana: \"Is the freeze on Friday?\""));
+/// assert!(!asks_only("Write a short haiku about rain."));
+/// assert!(!asks_only("?!"));
+/// ```
+pub fn asks_only(content: &str) -> bool {
+    let pieces = pieces(content);
+    !pieces.is_empty()
+        && pieces.iter().all(|&(start, end)| {
+            content[start..end]
+                .trim_end_matches(['"', '\'', ')', ']', '\u{201d}', '\u{2019}'])
+                .ends_with('?')
+        })
+}
+
 /// The pieces [`sentences`] embeds, before labels.
 fn cut(content: &str) -> Vec<&str> {
-    let mut pieces = Vec::new();
-    let mut start = 0;
-    let mut after_stop = false;
-    for (at, c) in content.char_indices() {
-        if c == '\n' || (after_stop && c.is_whitespace()) {
-            push_piece(content, start, at, &mut pieces);
-            start = at + c.len_utf8();
-        }
-        after_stop = matches!(c, '.' | '!' | '?');
-    }
-    push_piece(content, start, content.len(), &mut pieces);
+    let pieces = pieces(content);
     if pieces.len() < 2 {
         return Vec::new();
     }
@@ -97,6 +116,24 @@ fn cut(content: &str) -> Vec<&str> {
             &content[pieces[first].0..pieces[last].1]
         })
         .collect()
+}
+
+/// `content`'s sentences and lines, as trimmed byte ranges: cut after `.`,
+/// `!` or `?` followed by white space, and at line breaks; pieces without
+/// a letter or digit are dropped.
+fn pieces(content: &str) -> Vec<(usize, usize)> {
+    let mut pieces = Vec::new();
+    let mut start = 0;
+    let mut after_stop = false;
+    for (at, c) in content.char_indices() {
+        if c == '\n' || (after_stop && c.is_whitespace()) {
+            push_piece(content, start, at, &mut pieces);
+            start = at + c.len_utf8();
+        }
+        after_stop = matches!(c, '.' | '!' | '?');
+    }
+    push_piece(content, start, content.len(), &mut pieces);
+    pieces
 }
 
 /// Records `content[start..end]`, trimmed, when it holds a letter or digit.

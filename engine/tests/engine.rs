@@ -456,17 +456,17 @@ async fn abstention_is_decided_per_query_and_weak_hits_fill_an_answer() {
     let ids = |r: &recall::RecallResult| r.hits.iter().map(|h| h.memory.id).collect::<Vec<_>>();
     let rel = |cos: f32| config.vector_weight * cos;
 
-    // Every hit is weak (cosine 0.3 and 0.2): the best passes the gate, so
+    // Every hit is weak (cosine 0.3 and 0.15): the best passes the gate, so
     // the one below it is returned too, although it would not pass the gate
     // alone; the unrelated one (relevance 0) is not.
-    assert!(0.3 >= config.min_evidence_cosine && 0.2 < config.min_evidence_cosine);
+    assert!(0.3 >= config.min_evidence_cosine && 0.15 < config.min_evidence_cosine);
     assert!(
-        rel(0.2)
+        rel(0.15)
             >= config
                 .min_hit_relevance
                 .max(config.min_hit_share * rel(0.3))
     );
-    let b = (0.2 - 0.2 * 0.3) / (1.0f32 - 0.04).sqrt();
+    let b = (0.15 - 0.2 * 0.3) / (1.0f32 - 0.04).sqrt();
     let rest = (1.0 - 0.09 - b * b).sqrt();
     let answered = ask(direction(&[(0, 0.3), (1, b), (4, rest)]))
         .await
@@ -500,6 +500,75 @@ async fn abstention_is_decided_per_query_and_weak_hits_fill_an_answer() {
     assert_eq!(by_words.hits[0].memory.id, named);
     assert!(by_words.hits[0].breakdown.b >= config.min_evidence_lexical);
     assert!(by_words.hits[0].breakdown.cosine < Some(config.min_evidence_cosine));
+}
+
+#[tokio::test]
+async fn a_memory_that_only_asks_needs_more_to_open_the_gate() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = open(dir.path()).await;
+    let config = ScoringConfig::default();
+    let asks = config.question_evidence.unwrap();
+    let write = async |text: &str, v: Vec<f32>| {
+        let written = engine.remember(note(Kind::Note, text).vector(v)).await;
+        written.unwrap().id()
+    };
+    let request = write(
+        "What are some cheap date ideas in Montreal?",
+        direction(&[(0, 1.0)]),
+    )
+    .await;
+    // One sentence each, so a memory's only vector is the one given. A
+    // cosine between the statements' threshold and the questions'.
+    let cosine = (config.min_evidence_cosine + asks.min_cosine) / 2.0;
+    let query = direction(&[(0, cosine), (1, (1.0 - cosine * cosine).sqrt())]);
+    let ask = |scoring: ScoringConfig| {
+        engine
+            .recall(TENANT, "zebra quokka")
+            .read([BANK])
+            .query_vector(query.clone())
+            .scoring(scoring)
+            .execute()
+    };
+    let ids = |r: &recall::RecallResult| r.hits.iter().map(|h| h.memory.id).collect::<Vec<_>>();
+
+    // The request alone: close enough for a statement, not for a question.
+    let alone = ask(config.clone()).await.unwrap();
+    assert!(alone.abstained);
+    assert!(alone.hits.is_empty());
+    // Judged like any memory, it answers.
+    let as_any = ScoringConfig {
+        question_evidence: None,
+        ..config.clone()
+    };
+    let answered = ask(as_any).await.unwrap();
+    assert!(!answered.abstained);
+    assert_eq!(ids(&answered), vec![request]);
+
+    // A statement at the same cosine answers, and the request comes along
+    // as a hit once the query has an answer.
+    let statement = write(
+        "We celebrated at a cheap restaurant in Montreal.",
+        direction(&[(2, 1.0)]),
+    )
+    .await;
+    let both = direction(&[
+        (0, cosine),
+        (2, cosine),
+        (1, (1.0 - 2.0 * cosine * cosine).sqrt()),
+    ]);
+    let with_statement = engine
+        .recall(TENANT, "zebra quokka")
+        .read([BANK])
+        .query_vector(both)
+        .execute()
+        .await
+        .unwrap();
+    assert!(!with_statement.abstained);
+    let mut got = ids(&with_statement);
+    got.sort();
+    let mut want = vec![request, statement];
+    want.sort();
+    assert_eq!(got, want);
 }
 
 #[tokio::test]
