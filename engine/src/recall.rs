@@ -523,7 +523,9 @@ impl RecallBuilder {
                     relevance_share: config.update_relevance_share,
                 },
                 |newer, older| {
-                    if memories[newer].last_confirmed_ms <= memories[older].last_confirmed_ms {
+                    if memories[newer].last_confirmed_ms <= memories[older].last_confirmed_ms
+                        || asks_only(&memories[newer].row.content)
+                    {
                         Versions::Never
                     } else if states(newer) && states(older) {
                         Versions::WhenSimilar

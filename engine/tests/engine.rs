@@ -866,6 +866,52 @@ async fn a_restated_episode_is_lifted_only_when_it_stands_apart() {
 /// later fact about a neighbour is not taken for an update of the hit that
 /// answers, and a later restatement of the answer itself comes first.
 #[tokio::test]
+async fn a_later_request_is_never_taken_for_an_update() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = open_at(dir.path(), Arc::new(FixedClock::new(t0()))).await;
+    // One sentence each, so a memory's only vector is the one given: the
+    // newer one is evidence (cosine 0.34), similar to the older (0.43) and
+    // alone with it among the hits, so it is lifted unless it only asks.
+    let older_v = direction(&[(0, 0.5), (1, 0.75f32.sqrt())]);
+    let newer_v = direction(&[
+        (0, 0.34),
+        (1, 0.3),
+        (2, (1.0f32 - 0.34 * 0.34 - 0.09).sqrt()),
+    ]);
+    // Each pair in a tenant of its own: the two older memories are copies.
+    let first_two = async |tenant: &str, newer: &str| {
+        let write = |days: i64, text: &str, v: &[f32]| {
+            NewMemory::new(tenant, BANK, Kind::Episode, text)
+                .observed_at(t0() - Duration::days(days))
+                .vector(v.to_vec())
+        };
+        let older = write(
+            40,
+            "We booked flights to Lisbon for our anniversary.",
+            &older_v,
+        );
+        let older = engine.remember(older).await.unwrap().id();
+        let newer = write(10, newer, &newer_v);
+        let newer = engine.remember(newer).await.unwrap().id();
+        let result = engine
+            .recall(tenant, "zebra quokka")
+            .read([BANK])
+            .query_vector(direction(&[(0, 1.0)]))
+            .execute()
+            .await
+            .unwrap();
+        let ids: Vec<Uuid> = result.hits.iter().map(|h| h.memory.id).collect();
+        (ids, older, newer)
+    };
+
+    let (ids, older, newer) = first_two("stated", "We moved the trip to Melbourne instead.").await;
+    assert_eq!(ids, vec![newer, older], "a later statement is lifted");
+    let (ids, older, newer) =
+        first_two("asked", "What are some cheap date ideas in Melbourne?").await;
+    assert_eq!(ids, vec![older, newer], "a later request is not");
+}
+
+#[tokio::test]
 async fn a_later_neighbouring_fact_is_not_taken_for_an_update() {
     let dir = tempfile::tempdir().unwrap();
     let engine = open_at(dir.path(), Arc::new(FixedClock::new(t0()))).await;
