@@ -198,7 +198,7 @@ fn scoring(c: &mut Criterion) {
                 .iter()
                 .map(|&(cos, bm25, age, confirmations, citations)| {
                     let b = normalize_bm25(config.bm25, bm25, 0.0, 20.0, 12.0);
-                    relevance(&config, Some(cos), b, true)
+                    relevance(&config, Some(cos), b, true, || false)
                         * decay_multiplier(&config, age, confirmations)
                         * usage_multiplier(&config, citations, 3)
                         * drift_multiplier(&config, confirmations == 0)

@@ -220,12 +220,14 @@ pub struct SweepArgs {
     #[arg(long, value_delimiter = ',', default_value = "0.8,0.85,0.9,0.95,off")]
     pub update_relevance_share: Vec<String>,
     /// Cosines over which a partial lexical match comes to count
-    /// (`LO:HI`: nothing at or below LO, all of it from HI; the strong-match
-    /// level stays the default), `off` for the whole lexical half always.
+    /// (`LO:HI`: nothing at or below LO, all of it from HI; `LO:HI:OFFSET`:
+    /// and that much higher for a memory that only asks, default 0.2; the
+    /// strong-match level stays the default), `off` for the whole lexical
+    /// half always.
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "0.1:0.3,0.2:0.4,0.3:0.5,0.4:0.6,off"
+        default_value = "0.1:0.3,0.2:0.4,0.3:0.5,0.4:0.6,0.2:0.4:0,0.2:0.4:0.1,0.2:0.4:0.3,off"
     )]
     pub lexical_support: Vec<String>,
     /// What the abstention gate asks of a memory that only asks (`COS:LEX`:
@@ -782,34 +784,43 @@ fn parse_update(what: &str, s: &str) -> anyhow::Result<Option<f32>> {
     }
 }
 
-/// `off`, or `LO:HI`.
+/// `off`, or `LO:HI:OFFSET`.
 fn support_label(support: Option<LexicalSupport>) -> String {
     support.map_or("off".into(), |s| {
-        format!("{}:{}", s.unrelated_below, s.related_from)
+        format!(
+            "{}:{}:{}",
+            s.unrelated_below, s.related_from, s.question_offset
+        )
     })
 }
 
-/// `off` → `Some(None)`, `A:B` → `Some(Some((A, B)))`, anything else → `None`.
-fn off_or_pair(s: &str) -> Option<Option<(f32, f32)>> {
-    let s = s.trim();
-    if s == "off" {
-        return Some(None);
-    }
-    let (a, b) = s.split_once(':')?;
-    Some(Some((a.trim().parse().ok()?, b.trim().parse().ok()?)))
+/// `A:B:…` as numbers (`None` if one is not a number).
+fn numbers(s: &str) -> Option<Vec<f32>> {
+    s.split(':').map(|n| n.trim().parse().ok()).collect()
 }
 
-/// A lexical-support ramp: `off` or `LO:HI` (LO ≤ HI), the strong-match
-/// level at its default.
+/// A lexical-support ramp: `off`, or `LO:HI` (LO ≤ HI) with an optional
+/// `:OFFSET` for memories that only ask; the strong-match level (and an
+/// offset not given) at the defaults.
 fn parse_support(s: &str) -> anyhow::Result<Option<LexicalSupport>> {
-    match off_or_pair(s) {
-        Some(None) => Ok(None),
-        Some(Some((lo, hi))) if lo <= hi => Ok(Some(LexicalSupport {
-            unrelated_below: lo,
-            related_from: hi,
-            ..LexicalSupport::default()
-        })),
-        _ => anyhow::bail!("lexical support {s:?}: `LO:HI` with LO ≤ HI (e.g. 0.2:0.4), or `off`"),
+    let s = s.trim();
+    if s == "off" {
+        return Ok(None);
+    }
+    let default = LexicalSupport::default();
+    let ramp = |lo: f32, hi: f32, question_offset: f32| LexicalSupport {
+        unrelated_below: lo,
+        related_from: hi,
+        question_offset,
+        ..default
+    };
+    match numbers(s).as_deref() {
+        Some(&[lo, hi]) if lo <= hi => Ok(Some(ramp(lo, hi, default.question_offset))),
+        Some(&[lo, hi, offset]) if lo <= hi => Ok(Some(ramp(lo, hi, offset))),
+        _ => anyhow::bail!(
+            "lexical support {s:?}: `LO:HI` with LO ≤ HI (e.g. 0.2:0.4), \
+             `LO:HI:OFFSET` (e.g. 0.2:0.4:0.2), or `off`"
+        ),
     }
 }
 
@@ -822,12 +833,16 @@ fn question_label(question: Option<QuestionEvidence>) -> String {
 
 /// What the gate asks of a memory that only asks: `off` or `COS:LEX`.
 fn parse_question(s: &str) -> anyhow::Result<Option<QuestionEvidence>> {
-    match off_or_pair(s) {
-        Some(pair) => Ok(pair.map(|(min_cosine, min_lexical)| QuestionEvidence {
+    let s = s.trim();
+    if s == "off" {
+        return Ok(None);
+    }
+    match numbers(s).as_deref() {
+        Some(&[min_cosine, min_lexical]) => Ok(Some(QuestionEvidence {
             min_cosine,
             min_lexical,
         })),
-        None => anyhow::bail!("question evidence {s:?}: `COS:LEX` (e.g. 0.32:0.6), or `off`"),
+        _ => anyhow::bail!("question evidence {s:?}: `COS:LEX` (e.g. 0.32:0.6), or `off`"),
     }
 }
 
@@ -1179,12 +1194,25 @@ mod tests {
 
     #[test]
     fn a_lexical_support_ramp_is_lo_colon_hi_or_off() {
+        let default = LexicalSupport::default();
         let ramp = parse_support(" 0.1:0.3 ").unwrap().unwrap();
         assert_eq!((ramp.unrelated_below, ramp.related_from), (0.1, 0.3));
-        assert_eq!(ramp.strong_match, LexicalSupport::default().strong_match);
-        assert_eq!(support_label(Some(ramp)), "0.1:0.3");
+        assert_eq!(ramp.strong_match, default.strong_match);
+        assert_eq!(ramp.question_offset, default.question_offset);
+        assert_eq!(support_label(Some(ramp)), "0.1:0.3:0.2");
+        let offset = parse_support("0.1:0.3:0.05").unwrap().unwrap();
+        assert_eq!(offset.question_offset, 0.05);
+        assert_eq!((offset.unrelated_below, offset.related_from), (0.1, 0.3));
         assert_eq!(parse_support("off").unwrap(), None);
-        for bad in ["0.4:0.2", "0.3", "a:b", ""] {
+        for bad in [
+            "0.4:0.2",
+            "0.3",
+            "a:b",
+            "",
+            "0.1:0.3:x",
+            "off:0.1",
+            "0.1:0.3:0.1:0.2",
+        ] {
             assert!(parse_support(bad).is_err(), "{bad:?} was accepted");
         }
     }

@@ -1,6 +1,6 @@
 //! The recall path (§4): scope, candidates, relevance, abstention, score.
 
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
@@ -428,8 +428,11 @@ impl RecallBuilder {
                 let b = bm25.map_or(0.0, |s| {
                     normalize_bm25(config.bm25, s, min_s, max_s, attainable)
                 });
-                let rel = relevance(config, cosine, b, has_embedder);
-                evidence = evidence || is_evidence(config, cosine, b, || asks_only(&m.row.content));
+                // Whether it only asks, found out once and only if asked.
+                let asks = OnceCell::new();
+                let asks = || *asks.get_or_init(|| asks_only(&m.row.content));
+                let rel = relevance(config, cosine, b, has_embedder, asks);
+                evidence = evidence || is_evidence(config, cosine, b, asks);
                 // The thresholds are calibrated for the hybrid score. BM25
                 // alone depends on corpus size (IDF), so without an embedder
                 // any lexical match passes both.
@@ -461,7 +464,7 @@ impl RecallBuilder {
                         v: cosine.unwrap_or(0.0).max(0.0),
                         bm25,
                         b,
-                        lexical_share: lexical_share(config, cosine, b),
+                        lexical_share: lexical_share(config, cosine, b, asks),
                         rel,
                         kind_weight,
                         decay,

@@ -4,7 +4,8 @@
 //! rel   = vector_weight · max(0, cosine) + lexical_weight · b · share
 //!         b = min(1, s / Σ idf(query terms))   (s = raw BM25; query-independent, so rel can gate abstention)
 //!         share = 1 if b ≥ 0.6, else clamp((cosine − 0.2) / 0.2, 0, 1)   (a chance word match
-//!                 on a memory unrelated in meaning counts nothing; see `LexicalSupport`)
+//!                 on a memory unrelated in meaning counts nothing; see `LexicalSupport`),
+//!                 for a memory that only asks clamp((cosine − 0.4) / 0.2, 0, 1)
 //! score = rel × kind_weight × decay × usage × drift × confidence
 //!         decay      = 0.9 + 0.1 · 0.5^(age / (45 d · stability)),  stability = 1 + ln(1 + confirmations)
 //!                      (the spec's floor is 0.6; see `ScoringConfig::decay_floor`)
@@ -19,10 +20,10 @@
 //! use recall::{Breakdown, ScoringConfig};
 //! let config = ScoringConfig::default();
 //! // A pitfall with cosine 0.8 and raw BM25 10, fresh, unused:
-//! let rel = recall::relevance(&config, Some(0.8), 0.5, true);
+//! let rel = recall::relevance(&config, Some(0.8), 0.5, true, || false);
 //! assert!((rel - (0.55 * 0.8 + 0.45 * 0.5)).abs() < 1e-6);
 //! // The same words on a memory unrelated in meaning:
-//! assert!((recall::relevance(&config, Some(0.1), 0.5, true) - 0.55 * 0.1).abs() < 1e-6);
+//! assert!((recall::relevance(&config, Some(0.1), 0.5, true, || false) - 0.55 * 0.1).abs() < 1e-6);
 //! assert_eq!(recall::usage_multiplier(&config, 3, 0), 1.0 + 0.4 * 4f32.ln());
 //! assert_eq!(recall::usage_multiplier(&config, 100, 0), 1.8);
 //! assert_eq!(recall::usage_multiplier(&config, 0, 5), 0.75);
@@ -92,7 +93,7 @@ impl Breakdown {
         let bm25 = self.bm25.map_or("none".to_string(), |s| format!("{s:.2}"));
         let share = if self.b > 0.0 && self.lexical_share < 1.0 {
             format!(
-                " × {:.2}: a partial match, far in meaning",
+                " × {:.2}: a partial match, not close enough in meaning",
                 self.lexical_share
             )
         } else {
@@ -166,31 +167,54 @@ pub fn normalize_bm25(norm: Bm25Normalization, s: f32, min: f32, max: f32, attai
 }
 
 /// Relevance: the weighted vector and lexical halves; `b` alone when the
-/// engine has no embedder.
-pub fn relevance(config: &ScoringConfig, cosine: Option<f32>, b: f32, has_embedder: bool) -> f32 {
+/// engine has no embedder. `asks_only`: whether the candidate only asks
+/// ([`crate::asks_only`]), called only when the share of `b` depends on it.
+pub fn relevance(
+    config: &ScoringConfig,
+    cosine: Option<f32>,
+    b: f32,
+    has_embedder: bool,
+    asks_only: impl FnOnce() -> bool,
+) -> f32 {
     if !has_embedder {
         return b;
     }
     let v = cosine.unwrap_or(0.0).max(0.0);
-    config.vector_weight * v + config.lexical_weight * b * lexical_share(config, cosine, b)
+    config.vector_weight * v
+        + config.lexical_weight * b * lexical_share(config, cosine, b, asks_only)
 }
 
 /// The share of `b` that counts in relevance
-/// ([`ScoringConfig::lexical_support`]): 1 when that is off, and for a
-/// memory without a vector (nothing to judge its meaning by).
+/// ([`ScoringConfig::lexical_support`]): 1 when that is off, when there is
+/// no match, and for a memory without a vector (nothing to judge its
+/// meaning by). `asks_only` is called only when the share depends on it.
 ///
 /// ```
 /// use recall::{ScoringConfig, lexical_share};
 /// let config = ScoringConfig::default();
-/// assert_eq!(lexical_share(&config, Some(0.05), 0.45), 0.0);
-/// assert_eq!(lexical_share(&config, Some(0.6), 0.45), 1.0);
-/// assert_eq!(lexical_share(&config, None, 0.45), 1.0);
+/// assert_eq!(lexical_share(&config, Some(0.05), 0.45, || false), 0.0);
+/// assert_eq!(lexical_share(&config, Some(0.45), 0.45, || false), 1.0);
+/// let request = lexical_share(&config, Some(0.45), 0.45, || true);
+/// assert!((request - 0.25).abs() < 1e-6); // a request: a quarter up its ramp 0.4 → 0.6
+/// assert_eq!(lexical_share(&config, None, 0.45, || true), 1.0);
 /// let spec = ScoringConfig { lexical_support: None, ..ScoringConfig::default() };
-/// assert_eq!(lexical_share(&spec, Some(0.05), 0.45), 1.0);
+/// assert_eq!(lexical_share(&spec, Some(0.05), 0.45, || true), 1.0);
 /// ```
-pub fn lexical_share(config: &ScoringConfig, cosine: Option<f32>, b: f32) -> f32 {
+pub fn lexical_share(
+    config: &ScoringConfig,
+    cosine: Option<f32>,
+    b: f32,
+    asks_only: impl FnOnce() -> bool,
+) -> f32 {
     match (config.lexical_support, cosine) {
-        (Some(support), Some(c)) => support.share(c, b),
+        (Some(support), Some(c)) if b > 0.0 => {
+            let as_statement = support.share(c, b, false);
+            if as_statement == support.share(c, b, true) {
+                as_statement
+            } else {
+                support.share(c, b, asks_only())
+            }
+        }
         _ => 1.0,
     }
 }
@@ -320,14 +344,17 @@ mod tests {
         let c = ScoringConfig::default();
         // Halfway up the ramp (cosine 0.3 of 0.2 → 0.4), a third of the
         // query's information matched:
-        let share = lexical_share(&c, Some(0.3), 0.33);
+        let share = lexical_share(&c, Some(0.3), 0.33, || false);
         assert!((share - 0.5).abs() < 1e-6);
-        let rel = relevance(&c, Some(0.3), 0.33, true);
+        let rel = relevance(&c, Some(0.3), 0.33, true, || false);
         assert!((rel - (0.55 * 0.3 + 0.45 * 0.33 * 0.5)).abs() < 1e-6);
         // Most of the query's information counts whatever the cosine.
-        assert_eq!(lexical_share(&c, Some(0.0), 0.6), 1.0);
+        assert_eq!(lexical_share(&c, Some(0.0), 0.6, || true), 1.0);
+        // A request climbs the ramp 0.2 higher: at cosine 0.5, halfway.
+        let asked = lexical_share(&c, Some(0.5), 0.33, || true);
+        assert!((asked - 0.5).abs() < 1e-6);
         // Without an embedder relevance is `b` alone, untouched.
-        assert_eq!(relevance(&c, None, 0.33, false), 0.33);
+        assert_eq!(relevance(&c, None, 0.33, false, || true), 0.33);
         let explained_breakdown = Breakdown {
             cosine: Some(0.3),
             v: 0.3,
@@ -338,7 +365,7 @@ mod tests {
         };
         let explained = explained_breakdown.explain();
         assert!(
-            explained.contains("b 0.330 × 0.50: a partial match, far in meaning"),
+            explained.contains("b 0.330 × 0.50: a partial match, not close enough in meaning"),
             "{explained}"
         );
         // No lexical match: nothing to discount, nothing said.

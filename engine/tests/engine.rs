@@ -8,8 +8,8 @@ use std::sync::{Arc, OnceLock};
 
 use chrono::{DateTime, Duration, Utc};
 use recall::{
-    Config, Engine, Error, FastEmbedder, FixedClock, Kind, ModelSource, NewMemory, Remembered,
-    ScoringConfig,
+    Config, Engine, Error, FastEmbedder, FixedClock, Kind, LexicalSupport, ModelSource, NewMemory,
+    Remembered, ScoringConfig,
 };
 use uuid::Uuid;
 
@@ -295,6 +295,54 @@ async fn a_word_shared_by_chance_does_not_outrank_a_paraphrase() {
         Some(0),
         "{whole_lexical:#?}"
     );
+}
+
+#[tokio::test]
+async fn a_request_sharing_the_questions_words_does_not_outrank_the_preference() {
+    // A generated probe the hybrid lost to the vector alone: the request
+    // shares "recommend" with the question, the preference that answers it
+    // shares nothing, and the two are about as close in meaning.
+    let dir = tempfile::tempdir().unwrap();
+    let engine = open(dir.path()).await;
+    let turns = [
+        "Oh, and I love slow-burn psychological thrillers, but jump-scare horror is not for me.",
+        "Can you recommend podcasts about rain?",
+        "Can you suggest a catchy name for a podcast about autumn?",
+        "What are some cheap date ideas in Chicago?",
+        "Write a short haiku about friendship.",
+        "How do I fix a merge conflict in Git projects?",
+    ];
+    engine
+        .remember_many(turns.iter().map(|t| note(Kind::Episode, t)).collect())
+        .await
+        .unwrap();
+    let recall = |question_offset: f32| {
+        engine
+            .recall(TENANT, "Can you recommend a film for Friday night?")
+            .read([BANK])
+            .scoring(ScoringConfig {
+                lexical_support: Some(LexicalSupport {
+                    question_offset,
+                    ..LexicalSupport::default()
+                }),
+                ..ScoringConfig::default()
+            })
+            .execute()
+    };
+
+    let default = LexicalSupport::default().question_offset;
+    let asked_more = recall(default).await.unwrap();
+    assert_eq!(
+        rank_of(&asked_more, "thrillers"),
+        Some(0),
+        "{asked_more:#?}"
+    );
+    let request = &asked_more.hits[rank_of(&asked_more, "rain").unwrap()];
+    assert!(request.breakdown.b > 0.0 && request.breakdown.lexical_share < 1.0);
+
+    // Judged like a statement, the request's shared word puts it first.
+    let alike = recall(0.0).await.unwrap();
+    assert_eq!(rank_of(&alike, "rain"), Some(0), "{alike:#?}");
 }
 
 #[tokio::test]
