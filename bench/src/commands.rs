@@ -161,9 +161,12 @@ pub struct SweepArgs {
     /// Sweep on LoCoMo (this file) …
     #[arg(long, conflicts_with = "longmemeval")]
     pub locomo: Option<PathBuf>,
-    /// … or on a LongMemEval-format file (turn level).
+    /// … or on a LongMemEval-format file.
     #[arg(long)]
     pub longmemeval: Option<PathBuf>,
+    /// LongMemEval: what one memory holds (as `longmemeval`).
+    #[arg(long, value_enum, default_value_t = Granularity::Turn)]
+    pub granularity: Granularity,
     /// LoCoMo: turns before each turn written with it (as `locomo`).
     #[arg(long, default_value_t = 1)]
     pub context: usize,
@@ -1024,7 +1027,7 @@ pub async fn sweep_command(args: &SweepArgs) -> anyhow::Result<()> {
         (None, Some(file)) => {
             let instances = longmemeval::load(file)?;
             (
-                sources::longmemeval(&instances, Granularity::Turn).0,
+                sources::longmemeval(&instances, args.granularity).0,
                 file.clone(),
             )
         }

@@ -88,7 +88,7 @@ pub use recall::{Hit, RecallBuilder, RecallResult};
 pub use redact::{DefaultRedactor, Redaction, Redactor};
 pub use review::{ElementSummary, Ignored, KnowledgeMap, ReviewQueue, SimilarPair};
 pub use score::{
-    Breakdown, decay_multiplier, drift_multiplier, effective_confidence, is_evidence,
+    Breakdown, PartCosines, decay_multiplier, drift_multiplier, effective_confidence, is_evidence,
     lexical_share, normalize_bm25, relevance, usage_multiplier,
 };
 pub use screen::{DefaultScreen, Screen, ScreenMatch};

@@ -41,10 +41,11 @@ pub struct Hit {
 pub struct RecallResult {
     /// Best first, at most `k`.
     pub hits: Vec<Hit>,
-    /// True when no candidate was evidence of an answer (none reached
-    /// `min_evidence_cosine` or `min_evidence_lexical`, or, for a memory
-    /// that only asks, `question_evidence`; or none existed): the result is
-    /// then empty ([`crate::is_evidence`]).
+    /// True when no candidate was evidence of an answer (no part of one
+    /// that states something reached `min_evidence_cosine`, no part that
+    /// asks `question_evidence`, and none matched `min_evidence_lexical` of
+    /// the query's words; or none existed): the result is then empty
+    /// ([`crate::is_evidence`]).
     pub abstained: bool,
     /// Candidates considered (union of the vector and BM25 stages, in scope).
     pub candidates: usize,
@@ -432,7 +433,12 @@ impl RecallBuilder {
                 let asks = OnceCell::new();
                 let asks = || *asks.get_or_init(|| asks_only(&m.row.content));
                 let rel = relevance(config, cosine, b, has_embedder, asks);
-                evidence = evidence || is_evidence(config, cosine, b, asks);
+                let parts = || {
+                    query_vector
+                        .map(|q| tenant.part_cosines(i, q, asks()))
+                        .unwrap_or_default()
+                };
+                evidence = evidence || is_evidence(config, cosine, b, asks, parts);
                 // The thresholds are calibrated for the hybrid score. BM25
                 // alone depends on corpus size (IDF), so without an embedder
                 // any lexical match passes both.

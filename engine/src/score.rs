@@ -219,42 +219,68 @@ pub fn lexical_share(
     }
 }
 
+/// A candidate's best cosines to the query among its vectors (the whole
+/// memory's and its sentences') that state something and those that only
+/// ask ([`crate::asks_only`]); `None`: it has no such vector.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct PartCosines {
+    /// Best cosine of a part that states something.
+    pub stating: Option<f32>,
+    /// Best cosine of a part that only asks.
+    pub asking: Option<f32>,
+}
+
 /// Whether a candidate is evidence that the query can be answered (the
-/// abstention gate): its cosine reaches
-/// [`ScoringConfig::min_evidence_cosine`] or its `b` reaches
-/// [`ScoringConfig::min_evidence_lexical`], or, for a memory that only asks,
-/// the [`ScoringConfig::question_evidence`] thresholds instead. `asks_only`
-/// is called only when the answer depends on it.
+/// abstention gate): a part of it that states something reaches
+/// [`ScoringConfig::min_evidence_cosine`], or a part that only asks reaches
+/// [`ScoringConfig::question_evidence`]'s cosine, or its `b` reaches
+/// [`ScoringConfig::min_evidence_lexical`] (the question one's when the
+/// whole memory only asks). `cosine` is its best cosine over all its
+/// parts; `asks_only` and `parts` are called only when the answer depends
+/// on them.
 ///
 /// ```
-/// use recall::{ScoringConfig, is_evidence};
+/// use recall::{PartCosines, ScoringConfig, is_evidence};
 /// let config = ScoringConfig::default();
-/// assert!(is_evidence(&config, Some(0.28), 0.0, || false)); // a statement
-/// assert!(!is_evidence(&config, Some(0.28), 0.0, || true)); // a request
-/// assert!(is_evidence(&config, Some(0.05), 0.7, || true)); // most of the query's words
+/// let stated = || PartCosines { stating: Some(0.28), asking: None };
+/// let asked = || PartCosines { stating: Some(0.1), asking: Some(0.28) };
+/// assert!(is_evidence(&config, Some(0.28), 0.0, || false, stated)); // a statement
+/// assert!(!is_evidence(&config, Some(0.28), 0.0, || false, asked)); // its request part
+/// assert!(is_evidence(&config, Some(0.05), 0.7, || true, asked)); // most of the query's words
 /// let spec = ScoringConfig { question_evidence: None, ..ScoringConfig::default() };
-/// assert!(is_evidence(&spec, Some(0.28), 0.0, || true));
+/// assert!(is_evidence(&spec, Some(0.28), 0.0, || true, asked));
 /// ```
 pub fn is_evidence(
     config: &ScoringConfig,
     cosine: Option<f32>,
     b: f32,
     asks_only: impl FnOnce() -> bool,
+    parts: impl FnOnce() -> PartCosines,
 ) -> bool {
-    let reaches = |min_cosine: f32, min_lexical: f32| {
-        cosine.is_some_and(|c| c >= min_cosine) || b >= min_lexical
-    };
-    let as_statement = reaches(config.min_evidence_cosine, config.min_evidence_lexical);
+    let (min_cosine, min_lexical) = (config.min_evidence_cosine, config.min_evidence_lexical);
     let Some(question) = config.question_evidence else {
-        return as_statement;
+        return cosine.is_some_and(|c| c >= min_cosine) || b >= min_lexical;
     };
-    let as_question = reaches(question.min_cosine, question.min_lexical);
-    if as_statement == as_question {
-        as_statement
-    } else if asks_only() {
-        as_question
-    } else {
-        as_statement
+    let lexical = match (b >= min_lexical, b >= question.min_lexical) {
+        (true, true) => true,
+        (false, false) => false,
+        _ if asks_only() => b >= question.min_lexical,
+        _ => b >= min_lexical,
+    };
+    if lexical {
+        return true;
+    }
+    let Some(best) = cosine else {
+        return false;
+    };
+    match (best >= min_cosine, best >= question.min_cosine) {
+        (true, true) => true,
+        (false, false) => false,
+        _ => {
+            let parts = parts();
+            parts.stating.is_some_and(|c| c >= min_cosine)
+                || parts.asking.is_some_and(|c| c >= question.min_cosine)
+        }
     }
 }
 

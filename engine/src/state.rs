@@ -12,6 +12,8 @@ use uuid::Uuid;
 
 use crate::links::parse_links;
 use crate::memory::{Kind, Link, Memory, Source, Trust};
+use crate::score::PartCosines;
+use crate::sentences::sentences;
 
 /// Batches at least this large derive their rows' text fields in parallel.
 const PARALLEL_DERIVE_FROM: usize = 64;
@@ -185,6 +187,39 @@ impl TenantState {
     /// (None when it has no sentence vectors).
     pub(crate) fn sentence_cosine(&self, i: usize, query: &[f32]) -> Option<f32> {
         self.closest_sentence(i, query).map(|(cosine, _)| cosine)
+    }
+
+    /// Memory `i`'s best cosines to the unit vector `query` among its
+    /// vectors that state something and those that only ask: its whole
+    /// vector (as `asks_only` says of the whole) and each sentence's.
+    pub(crate) fn part_cosines(&self, i: usize, query: &[f32], asks_only: bool) -> PartCosines {
+        let m = &self.memories[i];
+        let mut parts = PartCosines::default();
+        let mut note = |vector: Option<&[f32]>, asks: bool| {
+            if let Some(v) = vector {
+                let best = if asks {
+                    &mut parts.asking
+                } else {
+                    &mut parts.stating
+                };
+                let cosine = dot(v, query);
+                *best = Some(best.map_or(cosine, |c| c.max(cosine)));
+            }
+        };
+        note(
+            m.vector_row.and_then(|row| self.vectors.row(row)),
+            asks_only,
+        );
+        if !m.sentence_rows.is_empty() {
+            // The sentence rows were embedded from these, in this order.
+            for (row, sentence) in m.sentence_rows.clone().zip(sentences(&m.row.content)) {
+                note(
+                    self.sentences.row(row),
+                    crate::sentences::asks_only(&sentence),
+                );
+            }
+        }
+        parts
     }
 
     /// Memory `i`'s vector closest to the unit vector `query`: its whole

@@ -588,9 +588,29 @@ async fn a_memory_that_only_asks_needs_more_to_open_the_gate() {
         question_evidence: None,
         ..config.clone()
     };
-    let answered = ask(as_any).await.unwrap();
+    let answered = ask(as_any.clone()).await.unwrap();
     assert!(!answered.abstained);
     assert_eq!(ids(&answered), vec![request]);
+
+    // A turn that states something and asks something: only its question
+    // is that close, so it is judged as a question too.
+    let turn = "We moved to Ballard last month. Which cafés there open early?";
+    assert_eq!(recall::sentences(turn).len(), 2);
+    let mixed = engine
+        .remember(
+            note(Kind::Note, turn)
+                .vector(direction(&[(3, 1.0)]))
+                .sentence_vectors(vec![direction(&[(4, 1.0)]), direction(&[(0, 1.0)])]),
+        )
+        .await
+        .unwrap()
+        .id();
+    assert!(ask(config.clone()).await.unwrap().abstained);
+    let mut answered = ids(&ask(as_any).await.unwrap());
+    answered.sort();
+    let mut both = vec![request, mixed];
+    both.sort();
+    assert_eq!(answered, both);
 
     // A statement at the same cosine answers, and the request comes along
     // as a hit once the query has an answer.
@@ -614,7 +634,7 @@ async fn a_memory_that_only_asks_needs_more_to_open_the_gate() {
     assert!(!with_statement.abstained);
     let mut got = ids(&with_statement);
     got.sort();
-    let mut want = vec![request, statement];
+    let mut want = vec![request, mixed, statement];
     want.sort();
     assert_eq!(got, want);
 }
