@@ -76,7 +76,7 @@ pub trait Redactor: Send + Sync + std::fmt::Debug {
 ///    next to a "secret key" label, and the value of assignments to
 ///    password/secret/api key/token-like keys (`password=[SECRET]`,
 ///    `"client_secret": "[SECRET]"`, `DB_PASSWORD=[SECRET]`, `--token [SECRET]`,
-///    "the password is [SECRET]"). The key is kept; references such as
+///    "the password is \[SECRET\]"). The key is kept; references such as
 ///    `${DB_PASSWORD}` or `os.environ[...]` are not values and are kept too.
 /// 6. `[EMAIL]`: e-mail addresses.
 /// 7. `[CARD]`: Luhn-valid payment card numbers of 13–19 digits with a
