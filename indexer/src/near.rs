@@ -31,8 +31,9 @@ pub(crate) fn sign_distance_bound(min_cosine: f32, dim: usize) -> u32 {
 /// at least `min_cosine`, as `(index, cosine)` in index order. The vectors
 /// are unit length and of one width (any of another width than the first
 /// pairs with nothing). Pairs whose sign codes differ beyond
-/// [`sign_distance_bound`] are skipped without a dot product, so a batch of
-/// a thousand costs about a millisecond instead of a full cosine matrix.
+/// `sign_distance_bound` (a margin over the cosine bound) are skipped
+/// without a dot product, so a batch of a thousand costs about a
+/// millisecond instead of a full cosine matrix.
 ///
 /// ```
 /// use recall_indexer::near_pairs;
