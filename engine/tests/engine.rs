@@ -249,25 +249,32 @@ async fn lexical_stage_finds_a_rare_identifier_the_vector_ranks_low() {
     );
 }
 
+/// An engine on the real model holding `turns` as episodes (its directory
+/// lives as long as the first element).
+async fn with_episodes(turns: &[&str]) -> (tempfile::TempDir, Engine) {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = open(dir.path()).await;
+    engine
+        .remember_many(turns.iter().map(|t| note(Kind::Episode, t)).collect())
+        .await
+        .unwrap();
+    (dir, engine)
+}
+
 #[tokio::test]
 async fn a_word_shared_by_chance_does_not_outrank_a_paraphrase() {
     // A generated probe the hybrid lost to the vector alone: the question
     // shares only "new" with a request about Git (cosine ≈ 0), and nothing
     // with the turn that answers it.
-    let dir = tempfile::tempdir().unwrap();
-    let engine = open(dir.path()).await;
-    let turns = [
+    let (_dir, engine) = with_episodes(&[
         "Oh, and moving boxes everywhere since we relocated to Ballard last weekend.",
         "Explain error handling to me like I'm new to Git.",
         "What are some cheap date ideas in Montreal?",
         "Give me three stretches for my lower back after sitting all day.",
         "Can you recommend podcasts about the ocean?",
         "What's a reasonable weekly schedule for practicing chess?",
-    ];
-    engine
-        .remember_many(turns.iter().map(|t| note(Kind::Episode, t)).collect())
-        .await
-        .unwrap();
+    ])
+    .await;
     let query = "Where is our new place?";
     let recall = |scoring: ScoringConfig| {
         engine
@@ -302,20 +309,15 @@ async fn a_request_sharing_the_questions_words_does_not_outrank_the_preference()
     // A generated probe the hybrid lost to the vector alone: the request
     // shares "recommend" with the question, the preference that answers it
     // shares nothing, and the two are about as close in meaning.
-    let dir = tempfile::tempdir().unwrap();
-    let engine = open(dir.path()).await;
-    let turns = [
+    let (_dir, engine) = with_episodes(&[
         "Oh, and I love slow-burn psychological thrillers, but jump-scare horror is not for me.",
         "Can you recommend podcasts about rain?",
         "Can you suggest a catchy name for a podcast about autumn?",
         "What are some cheap date ideas in Chicago?",
         "Write a short haiku about friendship.",
         "How do I fix a merge conflict in Git projects?",
-    ];
-    engine
-        .remember_many(turns.iter().map(|t| note(Kind::Episode, t)).collect())
-        .await
-        .unwrap();
+    ])
+    .await;
     let recall = |question_offset: f32| {
         engine
             .recall(TENANT, "Can you recommend a film for Friday night?")
