@@ -242,6 +242,9 @@ pub struct SweepArgs {
         default_value = "0.25:0.5,0.28:0.6,0.32:0.6,0.35:0.6,0.4:0.6,off"
     )]
     pub question_evidence: Vec<String>,
+    /// The score's factor for a memory that only asks (1: none).
+    #[arg(long, value_delimiter = ',', default_value = "0.6,0.7,0.8,0.9,1")]
+    pub question_weight: Vec<f32>,
     /// Every combination instead of one parameter at a time around the defaults.
     #[arg(long)]
     pub full: bool,
@@ -666,6 +669,7 @@ struct Point {
     update_relevance_share: Option<f32>,
     lexical_support: Option<LexicalSupport>,
     question_evidence: Option<QuestionEvidence>,
+    question_weight: f32,
 }
 
 impl Point {
@@ -685,12 +689,13 @@ impl Point {
             update_relevance_share: d.update_relevance_share,
             lexical_support: d.lexical_support,
             question_evidence: d.question_evidence,
+            question_weight: d.question_weight,
         }
     }
 
     fn name(&self) -> String {
         format!(
-            "w{}/{}/hl{}/floor{}/cos{}/min{}/hit{}/pool{}/upd{}/apart{}/share{}/support{}/asks{}",
+            "w{}/{}/hl{}/floor{}/cos{}/min{}/hit{}/pool{}/upd{}/apart{}/share{}/support{}/asks{}/asking{}",
             self.vector_weight,
             bm25_label(self.bm25),
             self.half_life,
@@ -703,7 +708,8 @@ impl Point {
             update_label(self.update_isolation),
             update_label(self.update_relevance_share),
             support_label(self.lexical_support),
-            question_label(self.question_evidence)
+            question_label(self.question_evidence),
+            self.question_weight
         )
     }
 
@@ -725,6 +731,7 @@ impl Point {
                 update_relevance_share: self.update_relevance_share,
                 lexical_support: self.lexical_support,
                 question_evidence: self.question_evidence,
+                question_weight: self.question_weight,
                 ..ScoringConfig::default()
             },
         )
@@ -749,12 +756,13 @@ impl Point {
             "update_relevance_share" => self.update_relevance_share.map(f64::from),
             "lexical_support" => self.lexical_support.map(|s| f64::from(s.related_from)),
             "question_evidence" => self.question_evidence.map(|q| f64::from(q.min_cosine)),
+            "question_weight" => Some(f64::from(self.question_weight)),
             _ => None,
         }
     }
 }
 
-const PARAMS: [&str; 13] = [
+const PARAMS: [&str; 14] = [
     "vector_weight",
     "bm25_saturation_k",
     "half_life_days",
@@ -768,6 +776,7 @@ const PARAMS: [&str; 13] = [
     "update_relevance_share",
     "lexical_support",
     "question_evidence",
+    "question_weight",
 ];
 
 /// `off` or the cut-off.
@@ -901,7 +910,10 @@ fn sweep_points(args: &SweepArgs) -> anyhow::Result<Vec<Point>> {
         let grid = expand(grid, &isolations, |p, &i| p.update_isolation = i);
         let grid = expand(grid, &shares, |p, &r| p.update_relevance_share = r);
         let grid = expand(grid, &supports, |p, &s| p.lexical_support = s);
-        return Ok(expand(grid, &questions, |p, &q| p.question_evidence = q));
+        let grid = expand(grid, &questions, |p, &q| p.question_evidence = q);
+        return Ok(expand(grid, &args.question_weight, |p, &w| {
+            p.question_weight = w
+        }));
     }
     let mut push = |p: Point| {
         if !points.iter().any(|q| q.name() == p.name()) {
@@ -986,6 +998,12 @@ fn sweep_points(args: &SweepArgs) -> anyhow::Result<Vec<Point>> {
             ..base.clone()
         });
     }
+    for &weight in &args.question_weight {
+        push(Point {
+            question_weight: weight,
+            ..base.clone()
+        });
+    }
     Ok(points)
 }
 
@@ -1055,7 +1073,7 @@ pub async fn sweep_command(args: &SweepArgs) -> anyhow::Result<()> {
         "recall_any@5".to_string(),
     ];
     let mut md = format!(
-        "# Sweep on {}\n\n| vector w | BM25 | half-life d | decay floor | evidence cos | min_relevance | min hit relevance | pool | update sim | update apart | update rel share | lexical support | question evidence | {} | {} | {} | abstention acc | KU newest-first |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|\n",
+        "# Sweep on {}\n\n| vector w | BM25 | half-life d | decay floor | evidence cos | min_relevance | min hit relevance | pool | update sim | update apart | update rel share | lexical support | question evidence | question weight | {} | {} | {} | abstention acc | KU newest-first |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|\n",
         data.display(),
         metrics[0],
         metrics[1],
@@ -1065,7 +1083,7 @@ pub async fn sweep_command(args: &SweepArgs) -> anyhow::Result<()> {
     for (point, report) in points.iter().zip(&reports) {
         let vals: Vec<f64> = metrics.iter().map(|m| report.overall(m)).collect();
         md.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {} | {} |\n",
             point.vector_weight,
             bm25_label(point.bm25),
             point.half_life,
@@ -1079,6 +1097,7 @@ pub async fn sweep_command(args: &SweepArgs) -> anyhow::Result<()> {
             update_label(point.update_relevance_share),
             support_label(point.lexical_support),
             question_label(point.question_evidence),
+            point.question_weight,
             vals[0],
             vals[1],
             vals[2],
@@ -1103,12 +1122,13 @@ pub async fn sweep_command(args: &SweepArgs) -> anyhow::Result<()> {
             "update_relevance_share": point.update_relevance_share,
             "lexical_support": support_label(point.lexical_support),
             "question_evidence": question_label(point.question_evidence),
+            "question_weight": point.question_weight,
             "overall": report.overall_json(),
         }));
     }
     for baseline in &reports[points.len()..] {
         md.push_str(&format!(
-            "| {} only | | | | | | | | | | | | | {:.3} | {:.3} | {:.3} | – | {} |\n",
+            "| {} only | | | | | | | | | | | | | | {:.3} | {:.3} | {:.3} | – | {} |\n",
             baseline.ranker,
             baseline.overall(&metrics[0]),
             baseline.overall(&metrics[1]),

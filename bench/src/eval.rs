@@ -213,6 +213,7 @@ pub fn ungated() -> ScoringConfig {
         min_evidence_cosine: 0.0,
         min_evidence_lexical: 0.0,
         question_evidence: None,
+        question_weight: 1.0,
         min_relevance: 0.0,
         min_hit_relevance: 0.0,
         min_hit_share: 0.0,

@@ -461,7 +461,13 @@ impl RecallBuilder {
                     m.source == Source::Inferred,
                     age,
                 );
-                let score = rel * kind_weight * decay * usage * drift * confidence;
+                // Asked once only when it could matter.
+                let asking = if config.question_weight < 1.0 && asks() {
+                    config.question_weight
+                } else {
+                    1.0
+                };
+                let score = rel * kind_weight * decay * usage * drift * confidence * asking;
                 Some((
                     i,
                     Breakdown {
@@ -477,6 +483,7 @@ impl RecallBuilder {
                         usage,
                         drift,
                         confidence,
+                        asking,
                         update: 1.0,
                         updates: None,
                         score,

@@ -65,6 +65,9 @@ pub struct Breakdown {
     pub drift: f32,
     /// Effective confidence.
     pub confidence: f32,
+    /// [`ScoringConfig::question_weight`] for a memory that only asks
+    /// ([`crate::asks_only`]); 1 otherwise.
+    pub asking: f32,
     /// The lift of a newer version above the older hit it likely updates
     /// ([`ScoringConfig::update_similarity`]); 1 otherwise.
     pub update: f32,
@@ -80,7 +83,7 @@ impl Breakdown {
     /// ```
     /// # use recall::Breakdown;
     /// let b = Breakdown { cosine: Some(0.7), sentence_cosine: None, v: 0.7, bm25: Some(5.0), b: 0.333, lexical_share: 1.0, rel: 0.535,
-    ///     kind_weight: 3.0, decay: 1.0, usage: 1.0, drift: 1.0, confidence: 1.0, update: 1.0,
+    ///     kind_weight: 3.0, decay: 1.0, usage: 1.0, drift: 1.0, confidence: 1.0, asking: 1.0, update: 1.0,
     ///     updates: None, score: 1.605 };
     /// assert!(b.explain().starts_with("score 1.605"));
     /// ```
@@ -103,8 +106,13 @@ impl Breakdown {
             Some(_) => format!(" × update {:.3}", self.update),
             None => String::new(),
         };
+        let asking = if self.asking < 1.0 {
+            format!(" × asking {:.2} (it only asks)", self.asking)
+        } else {
+            String::new()
+        };
         let mut tree = format!(
-            "score {:.3} = rel {:.3} × kind {:.2} × decay {:.3} × usage {:.2} × drift {:.2} × confidence {:.2}{update}\n  rel = vector (cosine {cosine}, v {:.3}) + lexical (bm25 {bm25}, b {:.3}{share})",
+            "score {:.3} = rel {:.3} × kind {:.2} × decay {:.3} × usage {:.2} × drift {:.2} × confidence {:.2}{asking}{update}\n  rel = vector (cosine {cosine}, v {:.3}) + lexical (bm25 {bm25}, b {:.3}{share})",
             self.score,
             self.rel,
             self.kind_weight,
@@ -342,6 +350,7 @@ impl Breakdown {
             usage: 1.0,
             drift: 1.0,
             confidence: 1.0,
+            asking: 1.0,
             update: 1.0,
             updates: None,
             score: rel,

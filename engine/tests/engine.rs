@@ -327,6 +327,8 @@ async fn a_request_sharing_the_questions_words_does_not_outrank_the_preference()
                     question_offset,
                     ..LexicalSupport::default()
                 }),
+                // The offset alone: requests weigh what statements do.
+                question_weight: 1.0,
                 ..ScoringConfig::default()
             })
             .execute()
@@ -639,6 +641,53 @@ async fn a_memory_that_only_asks_needs_more_to_open_the_gate() {
     let mut want = vec![request, mixed, statement];
     want.sort();
     assert_eq!(got, want);
+}
+
+#[tokio::test]
+async fn a_request_closer_in_meaning_ranks_below_a_statement_that_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = open(dir.path()).await;
+    let write = async |text: &str, axis: usize| {
+        let written = engine
+            .remember(note(Kind::Note, text).vector(direction(&[(axis, 1.0)])))
+            .await;
+        written.unwrap().id()
+    };
+    let request = write("Can you recommend podcasts about rain?", 0).await;
+    let statement = write("I love slow-burn psychological thrillers.", 1).await;
+    // Both clear the gate; the request is the closer of the two.
+    let (closer, farther) = (0.5f32, 0.4f32);
+    let query = direction(&[
+        (0, closer),
+        (1, farther),
+        (2, (1.0 - closer * closer - farther * farther).sqrt()),
+    ]);
+    let ask = |question_weight: f32| {
+        engine
+            .recall(TENANT, "zebra quokka")
+            .read([BANK])
+            .query_vector(query.clone())
+            .scoring(ScoringConfig {
+                question_weight,
+                ..ScoringConfig::default()
+            })
+            .execute()
+    };
+    let ids = |r: &recall::RecallResult| r.hits.iter().map(|h| h.memory.id).collect::<Vec<_>>();
+
+    let weight = ScoringConfig::default().question_weight;
+    let ranked = ask(weight).await.unwrap();
+    assert_eq!(ids(&ranked), vec![statement, request]);
+    let (answer, asked) = (&ranked.hits[0].breakdown, &ranked.hits[1].breakdown);
+    assert_eq!((answer.asking, asked.asking), (1.0, weight));
+    // The factor is the score's, not the relevance's: the request is
+    // still the more relevant of the two.
+    assert!(asked.rel > answer.rel);
+    assert!(asked.explain().contains("asking 0.60 (it only asks)"));
+    assert!(!answer.explain().contains("asking"));
+
+    // Weighed like a statement, the closer request ranks first.
+    assert_eq!(ids(&ask(1.0).await.unwrap()), vec![request, statement]);
 }
 
 #[tokio::test]
