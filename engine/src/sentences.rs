@@ -89,6 +89,11 @@ fn label(content: &str) -> Option<&str> {
 /// assert!(!asks_only("?!"));
 /// ```
 pub fn asks_only(content: &str) -> bool {
+    // Recall asks this of every candidate it scores; most memories state
+    // and hold no question mark at all.
+    if !content.contains('?') {
+        return false;
+    }
     let pieces = pieces(content);
     !pieces.is_empty()
         && pieces.iter().all(|&(start, end)| {
