@@ -176,7 +176,7 @@ pub fn normalize_bm25(norm: Bm25Normalization, s: f32, min: f32, max: f32, attai
 
 /// Relevance: the weighted vector and lexical halves; `b` alone when the
 /// engine has no embedder. `asks_only`: whether the candidate only asks
-/// ([`crate::asks_only`]), called only when the share of `b` depends on it.
+/// ([`crate::asks_only`]), called only when there is a lexical match to judge.
 pub fn relevance(
     config: &ScoringConfig,
     cosine: Option<f32>,
@@ -195,7 +195,7 @@ pub fn relevance(
 /// The share of `b` that counts in relevance
 /// ([`ScoringConfig::lexical_support`]): 1 when that is off, when there is
 /// no match, and for a memory without a vector (nothing to judge its
-/// meaning by). `asks_only` is called only when the share depends on it.
+/// meaning by). `asks_only` is called only for a match to judge.
 ///
 /// ```
 /// use recall::{ScoringConfig, lexical_share};
@@ -215,14 +215,7 @@ pub fn lexical_share(
     asks_only: impl FnOnce() -> bool,
 ) -> f32 {
     match (config.lexical_support, cosine) {
-        (Some(support), Some(c)) if b > 0.0 => {
-            let as_statement = support.share(c, b, false);
-            if as_statement == support.share(c, b, true) {
-                as_statement
-            } else {
-                support.share(c, b, asks_only())
-            }
-        }
+        (Some(support), Some(c)) if b > 0.0 => support.share(c, b, asks_only()),
         _ => 1.0,
     }
 }
