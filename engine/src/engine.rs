@@ -2,6 +2,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::Instant;
 
 use rayon::prelude::*;
 use recall_indexer::{
@@ -256,6 +257,12 @@ impl Engine {
     /// apply is mostly one thread; a bulk import prepares its next batch
     /// there) and its result comes back with the outcomes. It does not run
     /// if the write fails.
+    ///
+    /// Each call that writes logs how long its three serial steps took, at
+    /// debug level (`RUST_LOG=recall=debug`): `decide_ms` (the near-copy
+    /// probe), `log_ms` (the log's fsync and the lexical analysis) and
+    /// `apply_ms` (the in-memory state, with `beside`). A bulk import's
+    /// wall time is their sum over its calls.
     pub(crate) async fn write_prepared<R: Send>(
         &self,
         prepared: Prepared,
@@ -263,6 +270,7 @@ impl Engine {
     ) -> Result<(Vec<Remembered>, R)> {
         let mut store = self.inner.store.lock().await;
         let now = self.inner.config.clock.now();
+        let deciding = Instant::now();
         let decided = {
             let state = self.read_state()?;
             self.decide(&state, prepared.items, prepared.guarded, now)?
@@ -271,7 +279,9 @@ impl Engine {
             store.audit(&decided.audit)?;
             return Ok((decided.outcomes, beside()));
         }
+        let logging = Instant::now();
         let written = store.append(decided.records).await?;
+        let applying = Instant::now();
         let mut state = self.write_state()?;
         let state: &mut State = &mut state;
         let store: &mut Store = &mut store;
@@ -282,6 +292,14 @@ impl Engine {
             || rayon::join(|| store.audit(&decided.audit), beside),
         );
         audited?;
+        let ms = |from: Instant, to: Instant| (to - from).as_secs_f64() * 1e3;
+        tracing::debug!(
+            items = decided.outcomes.len(),
+            decide_ms = ms(deciding, logging),
+            log_ms = ms(logging, applying),
+            apply_ms = ms(applying, Instant::now()),
+            "write call applied"
+        );
         Ok((decided.outcomes, beside))
     }
 
