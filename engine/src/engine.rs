@@ -260,7 +260,8 @@ impl Engine {
     ///
     /// Each call that writes logs how long its three serial steps took, at
     /// debug level (`RUST_LOG=recall=debug`): `decide_ms` (the near-copy
-    /// probe), `log_ms` (the log's fsync and the lexical analysis) and
+    /// probe), `log_ms` ([`Store::append`]: the log's write and fsync beside
+    /// the lexical analysis, then the records kept for the table flush) and
     /// `apply_ms` (the in-memory state, with `beside`). A bulk import's
     /// wall time is their sum over its calls.
     pub(crate) async fn write_prepared<R: Send>(
