@@ -24,13 +24,19 @@ use rayon::prelude::*;
 use super::{CHUNK_ROWS, Hits, ScanConfig, VectorSet, at_least, closest, kernels, sign_code};
 use crate::near::sign_distance_bound;
 
-/// Queries compared with a tile while it sits in cache. 16 keep the pass
-/// bound by the bit counts (a tile's codes come from memory once per 16
-/// queries) and leave a batch of a few hundred queries many groups to share out.
-const GROUP_QUERIES: usize = 16;
+/// Queries compared with a tile while it sits in cache (a tile's codes
+/// come from memory once per group). Measured in one process, the sizes
+/// taking turns pass by pass (`scale`'s batch of 100 queries, 4 rounds of
+/// 10 passes, q/s on 1 / 2 threads): at 1M rows 16 gave 317–371 / 474–620
+/// (×1.40–1.73), 8 gave 302–363 / 591–686 (×1.76–1.96) and 4 gave 281–336 /
+/// 525–653 (×1.82–1.98); at 100k, ×1.30–1.53, ×1.65–1.97 and ×1.65–1.87.
+/// With 16, a batch of 100 makes 7 groups, fewer than the tasks 2 threads
+/// want, so only the 2-thread pass also cut the rows into stretches; we
+/// think that is where its loss comes from.
+const GROUP_QUERIES: usize = 8;
 /// Tasks per thread: a few, so a thread that finishes early takes another.
 const TASKS_PER_THREAD: usize = 4;
-/// Queries per pass over the rows: 64 groups, a few dozen MB of kept rows
+/// Queries per pass over the rows: 128 groups, a few dozen MB of kept rows
 /// at the default pool.
 const PASS_QUERIES: usize = 1_024;
 
