@@ -23,6 +23,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use ndarray::{Array2, ArrayView2, Axis};
 use rayon::prelude::*;
 
+use crate::vectors::Blocks;
+
 /// Trainings so far in this process: each names its centroids, so a
 /// list learned under one training is never used under another.
 static TRAININGS: AtomicU64 = AtomicU64::new(0);
@@ -98,10 +100,10 @@ pub(crate) struct Partitions {
 }
 
 impl Partitions {
-    /// Trains centroids on the first `rows` rows of the row-major `data`
-    /// and assigns all of them (`codes` holds `words` sign-code words per row).
+    /// Trains centroids on the first `rows` rows of `data` and assigns all
+    /// of them (`codes` holds `words` sign-code words per row).
     pub(crate) fn train(
-        data: &[f32],
+        data: &Blocks,
         codes: &[u64],
         words: usize,
         dim: usize,
@@ -114,9 +116,9 @@ impl Partitions {
         let sample_rows: Vec<usize> = (0..rows).step_by(stride).take(TRAIN_SAMPLE).collect();
         let mut sample = Array2::<f32>::zeros((sample_rows.len(), dim));
         for (mut out, row) in sample.rows_mut().into_iter().zip(&sample_rows) {
-            out.iter_mut()
-                .zip(&data[row * dim..(row + 1) * dim])
-                .for_each(|(o, x)| *o = *x);
+            if let Some(vector) = data.row(*row) {
+                out.iter_mut().zip(vector).for_each(|(o, x)| *o = *x);
+            }
         }
         // Seeds spread evenly over the sample: deterministic, and a sample
         // taken with a stride is already spread over the tenant's history.
@@ -155,8 +157,8 @@ impl Partitions {
 
     /// Assigns rows `assigned..upto` of `data` to their nearest centroid.
     /// Runs while the tenant's state is locked for writing, so even a
-    /// small batch is split over the pool.
-    pub(crate) fn assign(&mut self, data: &[f32], codes: &[u64], words: usize, upto: usize) {
+    /// small batch is split over the pool (each task within one block).
+    pub(crate) fn assign(&mut self, data: &Blocks, codes: &[u64], words: usize, upto: usize) {
         if upto <= self.assigned {
             return;
         }
@@ -165,17 +167,25 @@ impl Partitions {
         let task = (upto - from)
             .div_ceil(rayon::current_num_threads().max(1))
             .clamp(ASSIGN_MIN_TASK, ASSIGN_CHUNK);
-        let nearest: Vec<Vec<u32>> = (from..upto)
-            .step_by(task)
-            .collect::<Vec<_>>()
+        let mut ranges = Vec::new();
+        let mut start = from;
+        while start < upto {
+            let end = (start + task).min(upto).min(Blocks::block_end(start));
+            ranges.push((start, end));
+            start = end;
+        }
+        let nearest: Vec<Vec<u32>> = ranges
             .into_par_iter()
-            .map(|start| {
-                let end = (start + task).min(upto);
-                match ArrayView2::from_shape((end - start, dim), &data[start * dim..end * dim]) {
-                    Ok(rows) => nearest_centroids(rows, &self.centroids),
-                    // Cannot happen (the rows are `dim` wide); the rows stay
-                    // reachable in the first list rather than misaligned.
-                    Err(_) => vec![0; end - start],
+            .map(|(start, end)| {
+                let rows = data
+                    .contiguous(start, end)
+                    .and_then(|rows| ArrayView2::from_shape((end - start, dim), rows).ok());
+                match rows {
+                    Some(rows) => nearest_centroids(rows, &self.centroids),
+                    // Cannot happen (the rows exist and are `dim` wide);
+                    // the rows stay reachable in the first list rather
+                    // than misaligned.
+                    None => vec![0; end - start],
                 }
             })
             .collect();

@@ -1,7 +1,8 @@
 //! In-memory vectors of one tenant and the nearest-neighbour scan over them.
 //!
 //! The hot recall path never goes to LanceDB: each tenant's unit vectors sit in
-//! one row-major `f32` matrix, scored over rayon chunks. Up to
+//! a row-major `f32` matrix (in fixed blocks, `blocks.rs`), scored over rayon
+//! chunks. Up to
 //! [`ScanConfig::exact_limit`] candidate rows the scan is exhaustive and exact.
 //! Beyond it, each row also keeps a 1-bit-per-dimension sign code; the scan
 //! ranks rows by Hamming distance to the query's code, keeps the
@@ -22,7 +23,10 @@ use crate::near::sign_distance_bound;
 use crate::partitions::{ASSIGN_BATCH, List, PARTITION_FROM, Partitions, most_similar};
 
 mod batched;
+mod blocks;
 mod full_pass;
+
+pub(crate) use blocks::Blocks;
 
 /// Rows per rayon task.
 const CHUNK_ROWS: usize = 2048;
@@ -110,7 +114,7 @@ pub struct Placement {
 pub struct VectorSet {
     dim: usize,
     words: usize,
-    data: Vec<f32>,
+    data: Blocks,
     codes: Vec<u64>,
     owners: Vec<usize>,
     partitions: Option<Partitions>,
@@ -131,7 +135,7 @@ impl VectorSet {
         VectorSet {
             dim,
             words: dim.div_ceil(64),
-            data: Vec::new(),
+            data: Blocks::new(dim),
             codes: Vec::new(),
             owners: Vec::new(),
             partitions: None,
@@ -155,7 +159,7 @@ impl VectorSet {
 
     /// The vector stored at `row`.
     pub fn row(&self, row: usize) -> Option<&[f32]> {
-        self.data.get(row * self.dim..(row + 1) * self.dim)
+        self.data.row(row)
     }
 
     /// The cosine of two rows (unit vectors), with the scan's dot-product
@@ -206,7 +210,7 @@ impl VectorSet {
     /// ```
     pub fn push_placed(&mut self, owner: usize, vector: &[f32], placement: Option<Placement>) {
         debug_assert_eq!(vector.len(), self.dim);
-        self.data.extend_from_slice(vector);
+        self.data.push(vector);
         self.codes.extend(sign_code(vector, self.words));
         self.owners.push(owner);
         let rows = self.len();
@@ -378,12 +382,10 @@ impl VectorSet {
         // Each chunk hands on only its own best k: the best k of those are
         // the best k of all rows, and a million-row scan then collects
         // 1M / CHUNK_ROWS · k pairs instead of a 16 MB list of every row.
-        let scored: Vec<(usize, f32)> = self
-            .data
-            .par_chunks(CHUNK_ROWS * self.dim)
-            .enumerate()
-            .flat_map_iter(|(chunk, rows)| {
-                let first = chunk * CHUNK_ROWS;
+        let chunks: Vec<(usize, &[f32])> = self.data.chunks().collect();
+        let scored: Vec<(usize, f32)> = chunks
+            .into_par_iter()
+            .flat_map_iter(|(first, rows)| {
                 let chunk_hits: Vec<(usize, f32)> = rows
                     .chunks_exact(self.dim)
                     .enumerate()
@@ -513,18 +515,15 @@ impl VectorSet {
     /// The `k` of `rows` most similar to `query` by exact cosine, as `(owner, cosine)`.
     fn rescore(&self, query: &[f32], rows: &[u32], k: usize) -> Hits {
         let dot = kernels::dot_fn();
-        let vector = |row: u32| {
-            let row = row as usize;
-            &self.data[row * self.dim..(row + 1) * self.dim]
-        };
+        let vector = |row: u32| self.data.row(row as usize);
         let rescore_run = |run: &[u32]| -> Hits {
             run.iter()
                 .enumerate()
-                .map(|(i, &row)| {
-                    if let Some(&ahead) = run.get(i + PREFETCH_ROWS_AHEAD) {
-                        kernels::prefetch(vector(ahead));
+                .filter_map(|(i, &row)| {
+                    if let Some(ahead) = run.get(i + PREFETCH_ROWS_AHEAD).and_then(|&r| vector(r)) {
+                        kernels::prefetch(ahead);
                     }
-                    (self.owners[row as usize], dot(vector(row), query))
+                    Some((self.owners[row as usize], dot(vector(row)?, query)))
                 })
                 .collect()
         };
