@@ -471,6 +471,29 @@ pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::speed::{fill, open_engine};
+
+    #[tokio::test]
+    async fn near_copies_are_credited_only_to_their_originals() {
+        let data = corpus(3_000);
+        let dedup = WriteConfig::default().dedup_threshold;
+        let (dir, other) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        // Small enough for the write path to search every row: all found.
+        let engine = open_engine(dir.path()).await.unwrap();
+        let ids = fill(&engine, &data).await.unwrap();
+        let found = near_copies_found(&engine, &data, &ids, dedup)
+            .await
+            .unwrap();
+        assert_eq!(found, (1.0, 1.0));
+        // The same copies, in a fresh engine, credited to the wrong memories.
+        let engine = open_engine(other.path()).await.unwrap();
+        let mut ids = fill(&engine, &data).await.unwrap();
+        ids.rotate_left(1);
+        let found = near_copies_found(&engine, &data, &ids, dedup)
+            .await
+            .unwrap();
+        assert_eq!(found, (0.0, 0.0));
+    }
 
     #[test]
     fn paired_speedup_cancels_a_change_of_host_speed_that_the_medians_do_not() {
