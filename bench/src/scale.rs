@@ -168,9 +168,16 @@ struct ScanRates {
     two: f64,
     /// The median over adjacent pairs of passes (one on each pool) of the
     /// pair's speed-up: a drift of the host's speed that lasts longer than
-    /// a pair cancels out of each pair, where `two / one` compares the
+    /// a pair cancels out of each pair, where [`ScanRates::medians_speedup`] compares the
     /// median passes, which may come from different stretches.
     paired_speedup: f64,
+}
+
+impl ScanRates {
+    /// The speed-up as the ratio of the two median passes' rates.
+    fn medians_speedup(&self) -> f64 {
+        self.two / self.one
+    }
 }
 
 /// The fewest passes over the batch each pool runs, and the least time (in
@@ -381,7 +388,6 @@ pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
         let batch: Vec<Vec<f32>> = queries.iter().map(|q| q.1.clone()).collect();
         let batched = scan_throughputs(&set, &batch, scan, Batching::Together)?;
         let alone = scan_throughputs(&set, &batch, scan, Batching::OneByOne)?;
-        let (one, two, alone_one, alone_two) = (batched.one, batched.two, alone.one, alone.two);
         drop(set);
         let rss = peak_rss_mib();
 
@@ -389,12 +395,16 @@ pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
         p50s.push((n as f64, p50));
         p99s.push((n as f64, p99));
         md.push_str(&format!(
-            "| {n} | {import_rate:.0} | {dedup_found:.3} / {similar_found:.3} | {:.2} / {:.2} | {p50:.2} / {p99:.2} | {vector_recall:.3} / {vector_recall_100:.3} | {one:.0} | {two:.0} | {:.2} / {:.2} | {alone_one:.0} | {alone_two:.0} | {:.2} / {:.2} | {:.0} | {:.0} | {:.2} | {review_ms:.0} ({similar_pairs}) | {map_ms:.0} ({documented} / {}) | {} |\n",
+            "| {n} | {import_rate:.0} | {dedup_found:.3} / {similar_found:.3} | {:.2} / {:.2} | {p50:.2} / {p99:.2} | {vector_recall:.3} / {vector_recall_100:.3} | {:.0} | {:.0} | {:.2} / {:.2} | {:.0} | {:.0} | {:.2} / {:.2} | {:.0} | {:.0} | {:.2} | {review_ms:.0} ({similar_pairs}) | {map_ms:.0} ({documented} / {}) | {} |\n",
             percentile(&remember_ms, 50.0),
             percentile(&remember_ms, 99.0),
-            two / one,
+            batched.one,
+            batched.two,
+            batched.medians_speedup(),
             batched.paired_speedup,
-            alone_two / alone_one,
+            alone.one,
+            alone.two,
+            alone.medians_speedup(),
             alone.paired_speedup,
             callers_qps[0],
             callers_qps[1],
@@ -416,13 +426,13 @@ pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
             "rescore_pool": args.rescore_pool,
             "vector_recall_at_10": vector_recall,
             "vector_recall_at_100": vector_recall_100,
-            "scan_qps_1_thread": one,
-            "scan_qps_2_threads": two,
-            "scan_speedup_2_vs_1": two / one,
+            "scan_qps_1_thread": batched.one,
+            "scan_qps_2_threads": batched.two,
+            "scan_speedup_2_vs_1": batched.medians_speedup(),
             "scan_speedup_2_vs_1_paired": batched.paired_speedup,
-            "scan_one_by_one_qps_1_thread": alone_one,
-            "scan_one_by_one_qps_2_threads": alone_two,
-            "scan_one_by_one_speedup_2_vs_1": alone_two / alone_one,
+            "scan_one_by_one_qps_1_thread": alone.one,
+            "scan_one_by_one_qps_2_threads": alone.two,
+            "scan_one_by_one_speedup_2_vs_1": alone.medians_speedup(),
             "scan_one_by_one_speedup_2_vs_1_paired": alone.paired_speedup,
             "recall_qps_1_caller": callers_qps[0],
             "recall_qps_2_callers": callers_qps[1],
