@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use recall::{
     Bm25Normalization, Embedder, FastEmbedder, Kind, LexicalSupport, QuestionEvidence,
-    ScoringConfig, default_model_dirs,
+    ScoringConfig,
 };
 use recall_datasets::probes::{ProbeConfig, generate};
 use recall_datasets::{locomo, longmemeval};
@@ -350,9 +350,7 @@ pub fn compare_command(args: &CompareArgs) -> anyhow::Result<()> {
 pub fn embedder(model_dir: Option<&Path>) -> anyhow::Result<Arc<dyn Embedder>> {
     let dir = match model_dir {
         Some(d) => d.to_path_buf(),
-        None => default_model_dirs()
-            .into_iter()
-            .find(|d| d.join("model.onnx").exists())
+        None => recall::find_model_dir()?
             .context("no embedding model found: run scripts/setup.sh or pass --model-dir")?,
     };
     Ok(Arc::new(FastEmbedder::from_dir(&dir)?))

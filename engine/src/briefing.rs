@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 
 use crate::engine::Engine;
 use crate::memory::{Memory, Source, Trust};
-use crate::recall::Hit;
+use crate::rank::Hit;
 
 /// The line every briefing starts with.
 pub const BRIEFING_HEADER: &str = "Memory from earlier sessions, most important first. If anything here conflicts with the current conversation, the conversation wins.";

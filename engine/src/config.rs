@@ -14,10 +14,11 @@ use crate::screen::{DefaultScreen, Screen};
 /// Where the embedder comes from.
 #[derive(Clone, Default)]
 pub enum ModelSource {
-    /// all-MiniLM-L6-v2 from the first of: `$RECALL_MODEL_DIR`, `models/` in
-    /// the working directory or its nearest ancestor holding one, `models/`
-    /// beside the executable, the source tree's `models/`. When none holds
-    /// the files the engine runs lexical-only and logs it once.
+    /// all-MiniLM-L6-v2 from `$RECALL_MODEL_DIR` when it is set (a directory
+    /// without the model is then [`Error::ModelNotFound`](crate::Error::ModelNotFound)),
+    /// else from the first of [`default_model_dirs`](crate::default_model_dirs)
+    /// that holds it (see [`find_model_dir`](crate::find_model_dir)). When
+    /// none does, the engine runs lexical-only and logs where it looked.
     #[default]
     Default,
     /// all-MiniLM-L6-v2 from this directory; missing files are an error.
@@ -236,7 +237,9 @@ impl KindWeights {
     }
 }
 
-/// The recall scorer's tunables (§4). Defaults are the spec's.
+/// The recall scorer's tunables (§4). Defaults follow the spec except where
+/// a field's doc says otherwise (each measured change is in
+/// `docs/MEASUREMENTS.md`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ScoringConfig {
     /// Weight of the vector similarity in relevance. Default 0.55.
@@ -295,6 +298,16 @@ pub struct ScoringConfig {
     pub lexical_support: Option<LexicalSupport>,
     /// Candidates taken from each of the vector and BM25 stages. Default 100.
     pub candidate_pool: usize,
+    /// How many times the pool the BM25 stage asks the index for: the
+    /// index still holds forgotten and superseded memories, which are
+    /// dropped after the search. Default 1.25.
+    pub lexical_overfetch: f32,
+    /// Linked memories (`[[Title]]`) each hit brings along when they are
+    /// not hits themselves (§4.7). Default 2.
+    pub links_per_hit: usize,
+    /// A linked memory's score as a share of the hit that brought it
+    /// (§4.7). Default 0.5.
+    pub link_share: f32,
     /// The abstention gate's meaning half: a query is answered only when
     /// some candidate has at least this cosine to it, or matches its words
     /// ([`ScoringConfig::min_evidence_lexical`]); otherwise the result is
@@ -491,6 +504,9 @@ pub struct ScoringConfig {
     /// nDCG moved by at most .01 either way and knowledge-update
     /// newest-first went from .425 / .350 to .375 / .350.
     pub decay_floor: f32,
+    /// Slope of the usage boost: a cited memory weighs
+    /// `1 + usage_slope · ln(1 + citations)` (§5). Default 0.4.
+    pub usage_slope: f32,
     /// Cap of the usage boost. Default 1.8.
     pub usage_cap: f32,
     /// Multiplier for memories dealt often and never cited. Default 0.75.
@@ -594,6 +610,9 @@ impl Default for ScoringConfig {
             bm25: Bm25Normalization::Attainable,
             lexical_support: Some(LexicalSupport::default()),
             candidate_pool: 100,
+            lexical_overfetch: 1.25,
+            links_per_hit: 2,
+            link_share: 0.5,
             min_evidence_cosine: 0.18,
             min_evidence_lexical: 0.4,
             question_evidence: Some(QuestionEvidence::default()),
@@ -604,6 +623,7 @@ impl Default for ScoringConfig {
             kind_weights: KindWeights::default(),
             half_life_days: 45.0,
             decay_floor: 0.9,
+            usage_slope: 0.4,
             usage_cap: 1.8,
             ignored_penalty: 0.75,
             ignored_after: 5,
@@ -632,6 +652,19 @@ pub struct WriteConfig {
     /// writes them to the tables. Default 65,536
     /// ([`recall_indexer::DEFAULT_FLUSH_EVERY`], which says why).
     pub flush_every: usize,
+    /// How the write path searches the store for a write's near copies:
+    /// exact up to 1,024 candidate rows, beyond that the sign-code scan with
+    /// an exact re-scoring pool of 64, visiting the 2 % of a partitioned
+    /// tenant's lists nearest the write (a near copy sits in the write's own
+    /// list or a neighbouring one), so a bulk import is not an exhaustive
+    /// scan per item. `min_cosine` is always the similar threshold.
+    #[serde(skip)]
+    pub near_scan: ScanConfig,
+    /// Stored memories a write is compared with (its nearest). Default 6.
+    pub near_candidates: usize,
+    /// Most neighbours in the similar band a stored write reports
+    /// ([`crate::Remembered::Stored`]'s `similar_to`). Default 5.
+    pub max_similar: usize,
 }
 
 impl Default for WriteConfig {
@@ -641,6 +674,49 @@ impl Default for WriteConfig {
             similar_threshold: 0.82,
             max_content_bytes: 16 * 1024,
             flush_every: recall_indexer::DEFAULT_FLUSH_EVERY,
+            near_scan: ScanConfig {
+                exact_limit: 1024,
+                rescore_pool: 64,
+                probe_share: 0.02,
+                min_cosine: None,
+            },
+            near_candidates: 6,
+            max_similar: 5,
+        }
+    }
+}
+
+/// Where the cosine between a write and a stored memory falls (§3): the one
+/// test behind deduplication, the `similar_to` report and the review queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Band {
+    /// At or above [`WriteConfig::dedup_threshold`]: the write confirms the
+    /// stored memory instead of adding a copy.
+    NearCopy,
+    /// At or above [`WriteConfig::similar_threshold`], below the dedup
+    /// threshold: stored, and reported as similar.
+    Similar,
+    /// Below the similar threshold: unrelated for the write path.
+    Apart,
+}
+
+impl WriteConfig {
+    /// The band `cosine` falls in.
+    ///
+    /// ```
+    /// use recall::{Band, WriteConfig};
+    /// let write = WriteConfig::default();
+    /// assert_eq!(write.band(0.95), Band::NearCopy);
+    /// assert_eq!(write.band(0.90), Band::Similar);
+    /// assert_eq!(write.band(0.50), Band::Apart);
+    /// ```
+    pub fn band(&self, cosine: f32) -> Band {
+        if cosine >= self.dedup_threshold {
+            Band::NearCopy
+        } else if cosine >= self.similar_threshold {
+            Band::Similar
+        } else {
+            Band::Apart
         }
     }
 }
@@ -740,47 +816,24 @@ impl Default for Config {
     }
 }
 
-/// The model directories tried by [`ModelSource::Default`], in order.
-pub fn default_model_dirs() -> Vec<PathBuf> {
-    let mut dirs = Vec::new();
-    if let Some(dir) = std::env::var_os("RECALL_MODEL_DIR") {
-        dirs.push(PathBuf::from(dir));
-    }
-    // The working directory's ancestors come before the compile-time source
-    // tree: a build cache shared by two checkouts can hold artifacts compiled
-    // in the other one, whose baked-in path may no longer exist.
-    if let Ok(cwd) = std::env::current_dir() {
-        dirs.extend(cwd.ancestors().map(|dir| dir.join("models")));
-    } else {
-        dirs.push(PathBuf::from("models"));
-    }
-    if let Ok(exe) = std::env::current_exe()
-        && let Some(parent) = exe.parent()
-    {
-        dirs.push(parent.join("models"));
-    }
-    dirs.push(PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../models"
-    )));
-    dirs
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Tests run in the crate's directory, so the workspace's `models/` is
-    /// found through the working directory's parent, ahead of any path baked
-    /// in at compile time.
+    /// The documented thresholds, pinned, and the band edges on either side.
     #[test]
-    fn the_working_directorys_ancestors_are_searched_before_the_source_tree() {
-        let cwd = std::env::current_dir().unwrap();
-        let parent_models = cwd.parent().unwrap().join("models");
-        let dirs = default_model_dirs();
-        let found = dirs.iter().position(|d| *d == parent_models);
-        let baked = dirs.iter().position(|d| d.ends_with("../models"));
-        assert!(found.is_some(), "{dirs:?}");
-        assert!(found < baked, "{dirs:?}");
+    fn the_bands_turn_at_the_documented_thresholds() {
+        let write = WriteConfig::default();
+        assert_eq!(
+            (write.dedup_threshold, write.similar_threshold),
+            (0.94, 0.82)
+        );
+        assert_eq!(write.band(0.941), Band::NearCopy);
+        assert_eq!(write.band(0.94), Band::NearCopy);
+        assert_eq!(write.band(0.939), Band::Similar);
+        assert_eq!(write.band(0.821), Band::Similar);
+        assert_eq!(write.band(0.82), Band::Similar);
+        assert_eq!(write.band(0.819), Band::Apart);
+        assert_eq!((write.near_candidates, write.max_similar), (6, 5));
     }
 }

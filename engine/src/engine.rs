@@ -1,25 +1,25 @@
 //! The engine: open, write, read, change. Recall lives in [`crate::recall`].
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Instant;
 
 use rayon::prelude::*;
 use recall_indexer::{
-    AuditEntry, DEFAULT_DIM, Embedder, EventRow, FastEmbedder, LexicalSearcher, MemoryRow,
-    Placement, Record, ScanConfig, Store, StoreOptions, embed_checked, near_pairs, normalized,
+    AuditEntry, AuditOp, DEFAULT_DIM, Embedder, FastEmbedder, LexicalSearcher, Record, Store,
+    StoreOptions, embed_checked,
 };
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use crate::config::{Config, ModelSource, default_model_dirs};
+use crate::config::{Config, ModelSource};
 use crate::error::{Error, Result};
-use crate::memory::{Memory, NewMemory, Remembered, Similar, Source, Trust};
+use crate::event::Event;
+use crate::memory::{Memory, NewMemory, Remembered};
 use crate::recall::RecallBuilder;
-use crate::screen::ScreenMatch;
-use crate::state::{State, encode_counts, op, to_ms};
+use crate::state::{State, to_ms};
 use crate::validate;
+use crate::write_policy::{Guarded, PARALLEL_PREPARE_FROM, Prepared, decide, prepare};
 
 /// The recall engine. Cheap to clone (`Arc` inside), `Send + Sync`; share one
 /// per data directory across tasks.
@@ -41,18 +41,28 @@ use crate::validate;
 /// ```
 #[derive(Clone)]
 pub struct Engine {
-    pub(crate) inner: Arc<Inner>,
+    inner: Arc<Inner>,
 }
 
-pub(crate) struct Inner {
-    pub(crate) config: Config,
-    pub(crate) embedder: Option<Arc<dyn Embedder>>,
-    pub(crate) state: RwLock<State>,
-    pub(crate) store: tokio::sync::Mutex<Store>,
-    pub(crate) lexical: LexicalSearcher,
-    pub(crate) dim: usize,
+/// The engine's shared state. Private to this module: the rest of the
+/// crate reaches it through the accessors below, which are the one place
+/// the locks are taken.
+///
+/// Lock order: the store mutex ([`Engine::lock_store`]) before the state
+/// lock ([`Engine::read_state`] / [`Engine::write_state`]), never the
+/// other way round, and no `.await` while a state guard is held (it is a
+/// blocking `std` lock). A writer holds the store mutex from the moment it
+/// reads the state to decide a write until the write is applied, so no
+/// other write can slip between its decision and its append.
+struct Inner {
+    config: Config,
+    embedder: Option<Arc<dyn Embedder>>,
+    state: RwLock<State>,
+    store: tokio::sync::Mutex<Store>,
+    lexical: LexicalSearcher,
+    dim: usize,
     /// Held while a backfill runs, so only one does.
-    pub(crate) backfill: tokio::sync::Mutex<()>,
+    backfill: tokio::sync::Mutex<()>,
 }
 
 /// Counts for `recall status`.
@@ -77,21 +87,17 @@ fn resolve_embedder(model: &ModelSource) -> Result<Option<Arc<dyn Embedder>>> {
         ModelSource::None => Ok(None),
         ModelSource::Custom(e) => Ok(Some(e.clone())),
         ModelSource::Dir(dir) => Ok(Some(Arc::new(FastEmbedder::from_dir(dir)?))),
-        ModelSource::Default => {
-            match default_model_dirs()
-                .into_iter()
-                .find(|d| d.join("model.onnx").exists())
-            {
-                Some(dir) => Ok(Some(Arc::new(FastEmbedder::from_dir(&dir)?))),
-                None => {
-                    tracing::warn!(
-                        "no embedding model found (run scripts/setup.sh); recall is lexical-only \
-                         and new memories get vectors once a model is configured"
-                    );
-                    Ok(None)
-                }
+        ModelSource::Default => match crate::model::find_model_dir()? {
+            Some(dir) => Ok(Some(Arc::new(FastEmbedder::from_dir(&dir)?))),
+            None => {
+                tracing::warn!(
+                    looked_in = ?crate::model::default_model_dirs(),
+                    "no embedding model found (run scripts/setup.sh); recall is lexical-only \
+                     and new memories get vectors once a model is configured"
+                );
+                Ok(None)
             }
-        }
+        },
     }
 }
 
@@ -149,6 +155,27 @@ impl Engine {
         self.inner.embedder.as_ref()
     }
 
+    /// The store, locked: the first lock of the order (see [`Inner`]).
+    pub(crate) async fn lock_store(&self) -> tokio::sync::MutexGuard<'_, Store> {
+        self.inner.store.lock().await
+    }
+
+    /// Held while a backfill runs, so only one does.
+    pub(crate) async fn lock_backfill(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.inner.backfill.lock().await
+    }
+
+    /// The BM25 searcher (reads need no store lock).
+    pub(crate) fn lexical(&self) -> &LexicalSearcher {
+        &self.inner.lexical
+    }
+
+    /// The vectors' width: the embedder's, or the default without one.
+    pub(crate) fn dim(&self) -> usize {
+        self.inner.dim
+    }
+
+    /// The state for reading: the second lock of the order (see [`Inner`]).
     pub(crate) fn read_state(&self) -> Result<RwLockReadGuard<'_, State>> {
         self.inner
             .state
@@ -156,6 +183,7 @@ impl Engine {
             .map_err(|_| Error::Task("state lock poisoned".into()))
     }
 
+    /// The state for writing: the second lock of the order (see [`Inner`]).
     pub(crate) fn write_state(&self) -> Result<RwLockWriteGuard<'_, State>> {
         self.inner
             .state
@@ -209,10 +237,13 @@ impl Engine {
         let guarded: Vec<Result<Guarded>> = if items.len() >= PARALLEL_PREPARE_FROM {
             items
                 .par_iter_mut()
-                .map(|item| self.prepare(item))
+                .map(|item| prepare(&self.inner.config, self.inner.dim, item))
                 .collect()
         } else {
-            items.iter_mut().map(|item| self.prepare(item)).collect()
+            items
+                .iter_mut()
+                .map(|item| prepare(&self.inner.config, self.inner.dim, item))
+                .collect()
         };
         let guarded = guarded.into_iter().collect::<Result<Vec<Guarded>>>()?;
         Ok(Prepared { items, guarded })
@@ -269,12 +300,19 @@ impl Engine {
         prepared: Prepared,
         beside: impl FnOnce() -> R + Send,
     ) -> Result<(Vec<Remembered>, R)> {
-        let mut store = self.inner.store.lock().await;
+        let mut store = self.lock_store().await;
         let now = self.inner.config.clock.now();
         let deciding = Instant::now();
         let decided = {
             let state = self.read_state()?;
-            self.decide(&state, prepared.items, prepared.guarded, now)?
+            decide(
+                &state,
+                prepared.items,
+                prepared.guarded,
+                now,
+                &self.inner.config.write,
+                self.inner.dim,
+            )?
         };
         if decided.records.is_empty() {
             store.audit(&decided.audit)?;
@@ -304,297 +342,6 @@ impl Engine {
         Ok((decided.outcomes, beside))
     }
 
-    /// Steps 1–3 of the write path (§3): validate, redact, screen. Returns
-    /// what redaction and screening did; the item is changed in place.
-    fn prepare(&self, m: &mut NewMemory) -> Result<Guarded> {
-        validate::scope_name("tenant", &m.tenant)?;
-        validate::scope_name("bank", &m.bank)?;
-        let config = &self.inner.config;
-        let mut redactions = BTreeMap::new();
-        if let Some(redactor) = &config.redactor {
-            let mut fields = vec![&mut m.content];
-            fields.extend(m.title.as_mut());
-            for field in fields {
-                let redaction = redactor.redact(field);
-                if redaction.is_redacted() {
-                    *field = redaction.text;
-                    for (kind, n) in redaction.counts {
-                        *redactions.entry(kind).or_insert(0) += n;
-                    }
-                }
-            }
-            if !redactions.is_empty() {
-                // A caller's vectors were computed from the unredacted text
-                // and can leak it; the redacted text is embedded instead.
-                m.vector = None;
-                m.sentence_vectors.clear();
-            }
-        }
-        self.validate_new(m)?;
-        let quarantined = match &config.screen {
-            Some(screen) => std::iter::once(m.content.as_str())
-                .chain(m.title.as_deref())
-                .find_map(|text| screen.screen(text)),
-            None => None,
-        };
-        Ok(Guarded {
-            redactions,
-            quarantined,
-            folded: validate::normalized_text(&m.content),
-            content_sha256: content_sha256(&m.content),
-            sentences: std::mem::take(&mut m.sentence_vectors),
-        })
-    }
-
-    fn validate_new(&self, m: &mut NewMemory) -> Result<()> {
-        validate::content(&m.content, self.inner.config.write.max_content_bytes)?;
-        validate::confidence(m.confidence)?;
-        if m.source == Source::Explicit && m.confidence < 1.0 {
-            // Explicit memories are certain by definition (§2).
-            m.confidence = 1.0;
-        }
-        if let Some(title) = &m.title {
-            validate::label("title", title)?;
-        }
-        for element in &m.elements {
-            validate::label("element", element)?;
-        }
-        if let Some(s) = &m.supersedes {
-            validate::label("supersedes", s)?;
-        }
-        let dim = self.inner.dim;
-        if let Some(v) = m.vector.take() {
-            m.vector =
-                Some(normalized(v, dim).map_err(|e| Error::invalid("vector", e.to_string()))?);
-        }
-        if !m.sentence_vectors.is_empty() {
-            if m.vector.is_none() {
-                return Err(Error::invalid(
-                    "sentence_vectors",
-                    "given without the content's vector",
-                ));
-            }
-            let expected = crate::sentences::sentences(&m.content).len();
-            if m.sentence_vectors.len() != expected {
-                return Err(Error::invalid(
-                    "sentence_vectors",
-                    format!(
-                        "{} given for a content that recall::sentences cuts into {expected}",
-                        m.sentence_vectors.len()
-                    ),
-                ));
-            }
-            m.sentence_vectors = std::mem::take(&mut m.sentence_vectors)
-                .into_iter()
-                .map(|v| {
-                    normalized(v, dim)
-                        .map_err(|e| Error::invalid("sentence_vectors", e.to_string()))
-                })
-                .collect::<Result<_>>()?;
-        }
-        Ok(())
-    }
-
-    /// The write policy: supersession, title uniqueness, dedup and the similar band.
-    fn decide(
-        &self,
-        state: &State,
-        items: Vec<NewMemory>,
-        mut guarded: Vec<Guarded>,
-        now: chrono::DateTime<chrono::Utc>,
-    ) -> Result<Decided> {
-        let write = &self.inner.config.write;
-        let folded: Vec<String> = guarded
-            .iter_mut()
-            .map(|g| std::mem::take(&mut g.folded))
-            .collect();
-        // Neighbours already in the store, and near copies among the
-        // batch's own items (one matrix product, on one thread), side by side.
-        let ((store_near, mut placements), batch_near) = rayon::join(
-            || near_in_store(state, &items, &folded, write.similar_threshold),
-            || batch_neighbours(&items, &folded, write.similar_threshold, self.inner.dim),
-        );
-        let mut records = Vec::with_capacity(items.len());
-        // Each record's placement (memory rows only), in record order.
-        let mut record_placements = Vec::with_capacity(items.len());
-        let mut outcomes = Vec::with_capacity(items.len());
-        let mut audit = Vec::with_capacity(items.len());
-        let now_ms = to_ms(now);
-        // The id and title each item was stored under, by batch index.
-        let mut stored: Vec<Option<(Uuid, Option<String>)>> = vec![None; items.len()];
-        let mut batch_titles: HashSet<(String, String)> = HashSet::new();
-        for (((index, mut item), mut near), mut guard) in
-            items.into_iter().enumerate().zip(store_near).zip(guarded)
-        {
-            let tenant = state.tenant(&item.tenant);
-            let observed = item.observed_at.unwrap_or(now);
-            let superseded = match (&item.supersedes, tenant) {
-                (None, _) => None,
-                (Some(key), Some(t)) => {
-                    let index = t.resolve(key).ok_or_else(|| Error::NotFound(key.clone()))?;
-                    let old = &t.memories[index];
-                    if !old.is_active() {
-                        return Err(Error::Conflict {
-                            id: old.id,
-                            reason: "is not active and cannot be superseded".into(),
-                        });
-                    }
-                    Some(old)
-                }
-                (Some(key), None) => return Err(Error::NotFound(key.clone())),
-            };
-            if let Some(title) = &item.title {
-                if let Some(holder) =
-                    tenant.and_then(|t| t.titles.get(title).map(|i| &t.memories[*i]))
-                    && superseded.map(|s| s.id) != Some(holder.id)
-                {
-                    return Err(Error::TitleTaken {
-                        title: title.clone(),
-                        id: holder.id,
-                    });
-                }
-                if !batch_titles.insert((item.tenant.clone(), title.clone())) {
-                    return Err(Error::invalid(
-                        "title",
-                        format!("`{title}` appears twice in the batch"),
-                    ));
-                }
-            }
-            for (earlier, cos) in &batch_near[index] {
-                if let Some((id, title)) = &stored[*earlier] {
-                    near.push((*id, title.clone(), *cos));
-                }
-            }
-            near.sort_by(|a, b| b.2.total_cmp(&a.2));
-
-            // Held-back text never confirms a memory that is served.
-            if superseded.is_none()
-                && guard.quarantined.is_none()
-                && let Some((id, _, cos)) = near.first().filter(|n| n.2 >= write.dedup_threshold)
-            {
-                audit.push(
-                    AuditEntry::new(now_ms, &item.tenant, "remember")
-                        .id(id.to_string())
-                        .actor(item.agent.clone())
-                        .content_sha256(guard.content_sha256)
-                        .detail(Some("deduplicated into the existing memory".into())),
-                );
-                records.push(Record::Event(EventRow {
-                    seq: 0,
-                    tenant: item.tenant.clone(),
-                    memory_id: id.to_string(),
-                    op: op::CONFIRM.to_string(),
-                    at_ms: to_ms(observed),
-                    arg: None,
-                }));
-                record_placements.push(None);
-                outcomes.push(Remembered::Deduplicated {
-                    id: *id,
-                    cosine: *cos,
-                });
-                continue;
-            }
-            let similar_to: Vec<Similar> = near
-                .iter()
-                .filter(|n| n.2 >= write.similar_threshold && n.2 < write.dedup_threshold)
-                .filter(|n| superseded.map(|s| s.id) != Some(n.0))
-                .take(5)
-                .map(|(id, title, cos)| Similar {
-                    id: *id,
-                    title: title.clone(),
-                    cosine: *cos,
-                })
-                .collect();
-            let id = Uuid::now_v7();
-            let elements = match superseded {
-                Some(old) if item.elements.is_empty() => old.row.elements.clone(),
-                _ => item.elements.clone(),
-            };
-            records.push(Record::Memory(MemoryRow {
-                seq: 0,
-                id: id.to_string(),
-                tenant: item.tenant.clone(),
-                bank: item.bank.clone(),
-                kind: item.kind.as_str().to_string(),
-                title: item.title.clone(),
-                content: std::mem::take(&mut item.content),
-                elements,
-                source: item.source.as_str().to_string(),
-                trust: if guard.quarantined.is_some() {
-                    Trust::Quarantined.as_str().to_string()
-                } else {
-                    item.trust.as_str().to_string()
-                },
-                agent: item.agent.clone(),
-                session_id: item.session_id.clone(),
-                confidence: item.confidence,
-                observed_at_ms: to_ms(observed),
-                created_at_ms: to_ms(now),
-                expires_at_ms: item.expires_at.map(to_ms),
-                supersedes: superseded.map(|s| s.id.to_string()),
-                vector: item.vector.take(),
-                sentences: std::mem::take(&mut guard.sentences),
-            }));
-            record_placements.push(placements[index].take());
-            let event = |op: &str, arg: String| {
-                Record::Event(EventRow {
-                    seq: 0,
-                    tenant: item.tenant.clone(),
-                    memory_id: id.to_string(),
-                    op: op.to_string(),
-                    at_ms: now_ms,
-                    arg: Some(arg),
-                })
-            };
-            if !guard.redactions.is_empty() {
-                records.push(event(op::REDACTED, encode_counts(&guard.redactions)));
-                record_placements.push(None);
-            }
-            if let Some(hit) = &guard.quarantined {
-                records.push(event(
-                    op::QUARANTINED,
-                    format!("{}|{}", hit.rule, item.trust.as_str()),
-                ));
-                record_placements.push(None);
-            }
-            let mut detail = Vec::new();
-            if !guard.redactions.is_empty() {
-                detail.push(format!("redacted {}", encode_counts(&guard.redactions)));
-            }
-            if let Some(hit) = &guard.quarantined {
-                detail.push(format!("quarantined by rule {}", hit.rule));
-            }
-            audit.push(
-                AuditEntry::new(now_ms, &item.tenant, "remember")
-                    .id(id.to_string())
-                    .actor(item.agent.clone())
-                    .content_sha256(guard.content_sha256)
-                    .detail((!detail.is_empty()).then(|| detail.join("; "))),
-            );
-            if let Some(old) = superseded {
-                audit.push(
-                    AuditEntry::new(now_ms, &item.tenant, "supersede")
-                        .id(old.id.to_string())
-                        .id(id.to_string())
-                        .actor(item.agent.clone()),
-                );
-            }
-            stored[index] = Some((id, item.title));
-            outcomes.push(Remembered::Stored {
-                id,
-                similar_to,
-                redactions: guard.redactions,
-                quarantined: guard.quarantined.map(|q| q.rule),
-            });
-        }
-        Ok(Decided {
-            records,
-            placements: record_placements,
-            outcomes,
-            audit,
-        })
-    }
-
     /// Appends records durably and applies them to the in-memory state.
     pub(crate) async fn persist(&self, store: &mut Store, records: Vec<Record>) -> Result<()> {
         if records.is_empty() {
@@ -605,16 +352,16 @@ impl Engine {
         Ok(())
     }
 
-    /// Writes one event now. `memory` is None for tenant-wide events.
+    /// Writes one event now (or at `at_ms`). `memory` is None for
+    /// tenant-wide events.
     pub(crate) async fn append_event(
         &self,
         tenant: &str,
         memory: Option<Uuid>,
-        op: &str,
-        arg: Option<String>,
+        event: Event,
         at_ms: Option<i64>,
     ) -> Result<()> {
-        self.append_audited_event(tenant, memory, op, arg, at_ms, None)
+        self.append_audited_event(tenant, memory, event, at_ms, None)
             .await
     }
 
@@ -623,22 +370,14 @@ impl Engine {
         &self,
         tenant: &str,
         memory: Option<Uuid>,
-        op: &str,
-        arg: Option<String>,
+        event: Event,
         at_ms: Option<i64>,
         audit: Option<AuditEntry>,
     ) -> Result<()> {
         let at_ms = at_ms.unwrap_or_else(|| to_ms(self.inner.config.clock.now()));
-        let mut store = self.inner.store.lock().await;
-        let event = EventRow {
-            seq: 0,
-            tenant: tenant.to_string(),
-            memory_id: memory.map(|id| id.to_string()).unwrap_or_default(),
-            op: op.to_string(),
-            at_ms,
-            arg,
-        };
-        self.persist(&mut store, vec![Record::Event(event)]).await?;
+        let mut store = self.lock_store().await;
+        let record = event.record(tenant, memory, at_ms);
+        self.persist(&mut store, vec![record]).await?;
         if let Some(entry) = audit {
             store.audit(&[entry])?;
         }
@@ -646,7 +385,7 @@ impl Engine {
     }
 
     /// An audit entry about one memory, now, by the configured actor.
-    pub(crate) fn audit_entry(&self, tenant: &str, op: &str, ids: &[Uuid]) -> AuditEntry {
+    pub(crate) fn audit_entry(&self, tenant: &str, op: AuditOp, ids: &[Uuid]) -> AuditEntry {
         let mut entry = AuditEntry::new(to_ms(self.inner.config.clock.now()), tenant, op)
             .actor(self.inner.config.actor.clone());
         entry.ids = ids.iter().map(Uuid::to_string).collect();
@@ -660,14 +399,14 @@ impl Engine {
         state
             .tenant(tenant)
             .and_then(|t| t.view_of(&id))
-            .ok_or_else(|| Error::NotFound(id.to_string()))
+            .ok_or_else(|| Error::not_found(tenant, id))
     }
 
     /// Someone checked it and it still holds: `confirmations += 1`,
     /// `last_confirmed_at = now` (§6).
     pub async fn confirm(&self, tenant: &str, id: Uuid) -> Result<Memory> {
         self.lookup(tenant, id)?;
-        self.append_event(tenant, Some(id), op::CONFIRM, None, None)
+        self.append_event(tenant, Some(id), Event::Confirm, None)
             .await?;
         self.lookup(tenant, id)
     }
@@ -678,8 +417,8 @@ impl Engine {
         if m.forgotten {
             return Ok(m);
         }
-        let audit = self.audit_entry(tenant, "forget", &[id]);
-        self.append_audited_event(tenant, Some(id), op::FORGET, None, None, Some(audit))
+        let audit = self.audit_entry(tenant, AuditOp::Forget, &[id]);
+        self.append_audited_event(tenant, Some(id), Event::Forget, None, Some(audit))
             .await?;
         self.lookup(tenant, id)
     }
@@ -709,12 +448,11 @@ impl Engine {
                 reason: "is not active and cannot supersede".into(),
             });
         }
-        let audit = self.audit_entry(tenant, "supersede", &[old, new]);
+        let audit = self.audit_entry(tenant, AuditOp::Supersede, &[old, new]);
         self.append_audited_event(
             tenant,
             Some(old),
-            op::SUPERSEDED_BY,
-            Some(new.to_string()),
+            Event::SupersededBy(new),
             None,
             Some(audit),
         )
@@ -732,7 +470,7 @@ impl Engine {
         let start = self.lookup(tenant, id)?;
         let state = self.read_state()?;
         let Some(t) = state.tenant(tenant) else {
-            return Err(Error::NotFound(id.to_string()));
+            return Err(Error::not_found(tenant, id));
         };
         let mut chain = vec![start.clone()];
         let mut seen: HashSet<Uuid> = HashSet::from([start.id]);
@@ -801,7 +539,7 @@ impl Engine {
         ids: &[Uuid],
     ) -> Result<()> {
         let now = to_ms(self.inner.config.clock.now());
-        let mut store = self.inner.store.lock().await;
+        let mut store = self.lock_store().await;
         let events: Vec<Record> = {
             let state = self.read_state()?;
             let Some(t) = state.tenant(tenant) else {
@@ -811,14 +549,10 @@ impl Engine {
                 .filter_map(|id| t.get(id))
                 .filter(|m| !m.sessions_dealt.contains(session))
                 .map(|m| {
-                    Record::Event(EventRow {
-                        seq: 0,
-                        tenant: tenant.to_string(),
-                        memory_id: m.id.to_string(),
-                        op: op::IMPRESSION.to_string(),
-                        at_ms: now,
-                        arg: Some(session.to_string()),
-                    })
+                    let event = Event::Impression {
+                        session: session.to_string(),
+                    };
+                    event.record(tenant, Some(m.id), now)
                 })
                 .collect()
         };
@@ -827,7 +561,7 @@ impl Engine {
 
     /// Counts for `recall status`.
     pub async fn status(&self) -> Result<Status> {
-        let pending = self.inner.store.lock().await.pending();
+        let pending = self.lock_store().await.pending();
         let state = self.read_state()?;
         let mut status = Status {
             embedder: self.inner.embedder.as_ref().map(|e| e.name().to_string()),
@@ -848,7 +582,7 @@ impl Engine {
     /// Writes everything in the log to the tables now (not needed for
     /// safety; the log is replayed at open).
     pub async fn flush(&self) -> Result<()> {
-        self.inner.store.lock().await.flush().await?;
+        self.lock_store().await.flush().await?;
         Ok(())
     }
 
@@ -866,188 +600,7 @@ impl Engine {
     /// # }
     /// ```
     pub async fn wait_for_maintenance(&self) -> Result<()> {
-        self.inner.store.lock().await.wait_for_maintenance().await?;
+        self.lock_store().await.wait_for_maintenance().await?;
         Ok(())
     }
-}
-
-/// Batches at least this long are validated, redacted and screened in parallel.
-const PARALLEL_PREPARE_FROM: usize = 32;
-
-/// What the write policy made of a batch: the records to log (and, per
-/// record, the list a probe found for its vector), the caller's outcomes
-/// and the audit entries.
-struct Decided {
-    records: Vec<Record>,
-    placements: Vec<Option<Placement>>,
-    outcomes: Vec<Remembered>,
-    audit: Vec<AuditEntry>,
-}
-
-/// A batch past steps 1–3 of the write path (see [`Engine::prepare_many`]).
-pub(crate) struct Prepared {
-    items: Vec<NewMemory>,
-    guarded: Vec<Guarded>,
-}
-
-impl Prepared {
-    /// Whether the batch holds no items.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.items.is_empty()
-    }
-}
-
-/// What the write path's safety steps did to one item, and what the
-/// policy needs of its final text (computed beside the safety steps, in
-/// parallel for a batch, rather than under the store lock).
-struct Guarded {
-    redactions: BTreeMap<String, u32>,
-    quarantined: Option<ScreenMatch>,
-    /// The content as dedup compares it without vectors.
-    folded: String,
-    /// For the audit log.
-    content_sha256: String,
-    /// The content's sentence vectors ([`crate::sentences`]), when the
-    /// engine embedded the content itself.
-    sentences: Vec<Vec<f32>>,
-}
-
-/// Hex SHA-256 of stored content, for the audit log.
-pub(crate) fn content_sha256(content: &str) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut hex = String::with_capacity(64);
-    for byte in Sha256::digest(content.as_bytes()) {
-        hex.push(char::from(DIGITS[usize::from(byte >> 4)]));
-        hex.push(char::from(DIGITS[usize::from(byte & 0xf)]));
-    }
-    hex
-}
-
-/// The write path's search of the store: for each item, the active
-/// memories of its tenant and bank closest to it, by vector, and by folded
-/// text for memories without vectors.
-///
-/// Past a thousand rows the vector search is the sign-code scan with a
-/// small exact re-scoring pool: a near copy (cosine ≥ 0.82) differs from
-/// the item in far fewer sign bits than unrelated memories do, so it is
-/// among the closest codes. In a partitioned tenant it visits the lists
-/// nearest the item, 2 % of the rows: a near copy sits in the item's own
-/// list or a neighbouring one. This keeps bulk import from being an
-/// exhaustive scan per item. Only rows whose sign codes are close enough
-/// to reach the similar band get a dot product. Items are searched per
-/// tenant as one batch, so their distances to the partitions' centroids
-/// are one matrix product and each probed list is read once for all the
-/// items that probe it; each item's nearest list comes back with its
-/// neighbours, so storing it costs no second pass over the centroids.
-#[allow(clippy::type_complexity)]
-fn near_in_store(
-    state: &State,
-    items: &[NewMemory],
-    folded: &[String],
-    min_cosine: f32,
-) -> (
-    Vec<Vec<(Uuid, Option<String>, f32)>>,
-    Vec<Option<Placement>>,
-) {
-    let scan = ScanConfig {
-        exact_limit: 1024,
-        rescore_pool: 64,
-        probe_share: 0.02,
-        min_cosine: Some(min_cosine),
-    };
-    let mut near = vec![Vec::new(); items.len()];
-    let mut placements = vec![None; items.len()];
-    let mut by_tenant: HashMap<&str, Vec<usize>> = HashMap::new();
-    for (i, item) in items.iter().enumerate() {
-        by_tenant.entry(&item.tenant).or_default().push(i);
-    }
-    for (tenant, members) in by_tenant {
-        let Some(t) = state.tenant(tenant) else {
-            continue;
-        };
-        // (batch index, bank) of the members whose bank the tenant has.
-        let scoped: Vec<(usize, u32)> = members
-            .iter()
-            .filter_map(|i| t.bank_id(&items[*i].bank).map(|bank| (*i, bank)))
-            .collect();
-        let same_scope = |i: usize, bank: u32| {
-            let meta = &t.meta[i];
-            meta.bank_id == bank && meta.active
-        };
-        let with_vector: Vec<(usize, u32, &[f32])> = scoped
-            .iter()
-            .filter_map(|(i, bank)| items[*i].vector.as_deref().map(|v| (*i, *bank, v)))
-            .collect();
-        let queries: Vec<&[f32]> = with_vector.iter().map(|(_, _, v)| *v).collect();
-        let found = t
-            .vectors
-            .nearest_many_placed(&queries, 6, scan, |q, owner| {
-                same_scope(owner, with_vector[q].1)
-            });
-        for ((i, _, _), (hits, placement)) in with_vector.iter().zip(found) {
-            placements[*i] = placement;
-            near[*i] = hits
-                .into_iter()
-                .map(|(m, cos)| (t.memories[m].id, t.memories[m].row.title.clone(), cos))
-                .collect();
-        }
-        for (i, bank) in scoped {
-            let vectorless = items[i].vector.is_none();
-            if !vectorless && t.without_vector == 0 {
-                continue;
-            }
-            near[i].extend(
-                t.memories
-                    .iter()
-                    .enumerate()
-                    .filter(|(m, memory)| {
-                        (vectorless || memory.vector_row.is_none())
-                            && same_scope(*m, bank)
-                            && memory.folded == folded[i]
-                    })
-                    .map(|(_, memory)| (memory.id, memory.row.title.clone(), 1.0)),
-            );
-        }
-    }
-    (near, placements)
-}
-
-/// For each item, the earlier items of the batch in the same tenant and
-/// bank that may be near copies: cosine ≥ `threshold` when both have
-/// vectors (pairs ruled out by their sign codes first, see
-/// [`recall_indexer::near_pairs`]), identical folded text when either has
-/// none.
-fn batch_neighbours(
-    items: &[NewMemory],
-    folded: &[String],
-    threshold: f32,
-    dim: usize,
-) -> Vec<Vec<(usize, f32)>> {
-    let mut near = vec![Vec::new(); items.len()];
-    let mut scopes: HashMap<(&str, &str), Vec<usize>> = HashMap::new();
-    for (i, m) in items.iter().enumerate() {
-        scopes.entry((&m.tenant, &m.bank)).or_default().push(i);
-    }
-    for members in scopes.values().filter(|m| m.len() > 1) {
-        let embedded: Vec<(usize, &[f32])> = members
-            .iter()
-            .filter_map(|i| items[*i].vector.as_deref().map(|v| (*i, v)))
-            .filter(|(_, v)| v.len() == dim)
-            .collect();
-        let vectors: Vec<&[f32]> = embedded.iter().map(|(_, v)| *v).collect();
-        for (r, pairs) in near_pairs(&vectors, threshold).into_iter().enumerate() {
-            near[embedded[r].0].extend(pairs.into_iter().map(|(c, cos)| (embedded[c].0, cos)));
-        }
-        if embedded.len() < members.len() {
-            for (pos, &i) in members.iter().enumerate() {
-                for &j in &members[..pos] {
-                    let vectorless = items[i].vector.is_none() || items[j].vector.is_none();
-                    if vectorless && folded[i] == folded[j] {
-                        near[i].push((j, 1.0));
-                    }
-                }
-            }
-        }
-    }
-    near
 }

@@ -1,12 +1,13 @@
 //! Right-to-erasure (§6 `erase`): physical removal, unlike `forget`.
 
-use recall_indexer::EraseSelector;
+use recall_indexer::{AuditOp, EraseSelector};
 use serde::Serialize;
 use uuid::Uuid;
 
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::state::{State, op};
+use crate::event::Event;
+use crate::state::State;
 use crate::validate;
 
 /// What [`Engine::erase`] removes, always within one tenant.
@@ -63,14 +64,14 @@ impl Engine {
         validate::scope_name("tenant", tenant)?;
         // Writers decide and persist under the store lock: holding it from
         // here, the ids audited are exactly the ids erased.
-        let mut store = self.inner.store.lock().await;
+        let mut store = self.lock_store().await;
         let (selector, ids, detail) = {
             let state = self.read_state()?;
             let t = state.tenant(tenant);
             match &scope {
                 EraseScope::Memory(id) => {
                     if t.and_then(|t| t.get(id)).is_none() {
-                        return Err(Error::NotFound(id.to_string()));
+                        return Err(Error::not_found(tenant, id));
                     }
                     let selector = EraseSelector::Memories {
                         tenant: tenant.to_string(),
@@ -107,7 +108,7 @@ impl Engine {
             }
         };
         let entry = self
-            .audit_entry(tenant, "erase", &ids)
+            .audit_entry(tenant, AuditOp::Erase, &ids)
             .actor(Some(actor.to_string()))
             .detail(Some(detail));
         let now_ms = entry.at_ms;
@@ -115,19 +116,14 @@ impl Engine {
         store.audit(&[entry])?;
         let erased = store.erase(&selector).await?;
         tracing::info!(tenant, memories = erased.len(), "erasure done");
-        let mut state = State::new(self.inner.dim);
+        let mut state = State::new(self.dim());
         state.apply_all(store.load_all().await?);
         *self.write_state()? = state;
         // Keeps sequence numbers rising past the erased rows after a reopen.
-        let marker = recall_indexer::EventRow {
-            seq: 0,
-            tenant: tenant.to_string(),
-            memory_id: String::new(),
-            op: op::ERASED.to_string(),
-            at_ms: now_ms,
-            arg: Some(erased.len().to_string()),
+        let marker = Event::Erased {
+            memories: erased.len(),
         };
-        self.persist(&mut store, vec![recall_indexer::Record::Event(marker)])
+        self.persist(&mut store, vec![marker.record(tenant, None, now_ms)])
             .await?;
         Ok(Erased {
             tenant: tenant.to_string(),

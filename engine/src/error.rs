@@ -29,8 +29,13 @@ pub enum Error {
         max: usize,
     },
     /// No memory with that id or title in this tenant.
-    #[error("no memory `{0}` in this tenant")]
-    NotFound(String),
+    #[error("no memory `{key}` in tenant `{tenant}`")]
+    NotFound {
+        /// The tenant searched.
+        tenant: String,
+        /// The id or title asked for.
+        key: String,
+    },
     /// Another active memory of the tenant already has this title.
     #[error("title `{title}` is already used by memory {id}")]
     TitleTaken {
@@ -47,6 +52,14 @@ pub enum Error {
         /// Why the operation does not apply.
         reason: String,
     },
+    /// A model directory was named (by `setting`) but holds no model.
+    #[error("{setting} is {dir}, which holds no model.onnx (run scripts/setup.sh, or unset it)")]
+    ModelNotFound {
+        /// The directory named.
+        dir: std::path::PathBuf,
+        /// What named it (`RECALL_MODEL_DIR`).
+        setting: &'static str,
+    },
     /// Storage, index or embedding failure below the engine.
     #[error(transparent)]
     Storage(#[from] IndexerError),
@@ -56,6 +69,13 @@ pub enum Error {
 }
 
 impl Error {
+    pub(crate) fn not_found(tenant: &str, key: impl ToString) -> Error {
+        Error::NotFound {
+            tenant: tenant.to_string(),
+            key: key.to_string(),
+        }
+    }
+
     pub(crate) fn invalid(field: &'static str, reason: impl Into<String>) -> Error {
         Error::InvalidInput {
             field,

@@ -13,7 +13,8 @@
 //!   write was stored (with near neighbours) or deduplicated into an existing memory.
 //! - [`Config`]: data directory, embedder ([`ModelSource`]), every tunable of
 //!   the write path ([`WriteConfig`]) and the scorer ([`ScoringConfig`]).
-//! - [`Breakdown`]: why a hit ranked where it did; the formula is in [`score`](crate::relevance).
+//! - [`Breakdown`]: why a hit ranked where it did; the formula is in the `score` module's
+//!   header (`engine/src/score.rs`), each factor a public function ([`relevance`], [`decay_multiplier`] …).
 //! - Safety (§7): [`ReadPolicy`] (which banks a caller reads), [`Redactor`]
 //!   (secrets replaced before storage), [`Screen`] (injection quarantined,
 //!   [`Engine::release`]d after review), [`Engine::erase`] (physical
@@ -55,11 +56,14 @@ mod config;
 mod engine;
 mod erasure;
 mod error;
+mod event;
 mod import;
 mod lifecycle;
 mod links;
 mod memory;
+mod model;
 mod policy;
+mod rank;
 mod recall;
 mod redact;
 mod review;
@@ -69,12 +73,13 @@ mod sentences;
 mod state;
 mod updates;
 mod validate;
+mod write_policy;
 
 pub use briefing::{BRIEFING_HEADER, briefing_line};
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use config::{
-    Bm25Normalization, Config, KindWeights, LexicalSupport, ModelSource, QuestionEvidence,
-    ScoringConfig, WriteConfig, default_model_dirs,
+    Band, Bm25Normalization, Config, KindWeights, LexicalSupport, ModelSource, QuestionEvidence,
+    ScoringConfig, WriteConfig,
 };
 pub use engine::{Engine, Status};
 pub use erasure::{EraseScope, Erased};
@@ -83,8 +88,10 @@ pub use import::{IMPORT_BATCH, parse_import_line};
 pub use lifecycle::{EndSession, SessionEnded};
 pub use links::parse_links;
 pub use memory::{Kind, Link, Memory, NewMemory, Remembered, Similar, Source, Trust};
+pub use model::{MODEL_DIR_VAR, default_model_dirs, find_model_dir};
 pub use policy::ReadPolicy;
-pub use recall::{Hit, RecallBuilder, RecallResult};
+pub use rank::{Hit, RecallResult};
+pub use recall::RecallBuilder;
 pub use redact::{DefaultRedactor, Redaction, Redactor};
 pub use review::{ElementSummary, Ignored, KnowledgeMap, ReviewQueue, SimilarPair};
 pub use score::{
@@ -95,5 +102,5 @@ pub use screen::{DefaultScreen, Screen, ScreenMatch};
 pub use sentences::{MAX_SENTENCES, asks_only, sentences};
 
 pub use recall_indexer::{
-    AuditEntry, Durability, Embedder, FastEmbedder, HashEmbedder, IndexerError, ScanConfig,
+    AuditEntry, AuditOp, Durability, Embedder, FastEmbedder, HashEmbedder, IndexerError, ScanConfig,
 };

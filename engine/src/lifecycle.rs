@@ -4,14 +4,15 @@
 use std::collections::HashSet;
 
 use chrono::{DateTime, Utc};
-use recall_indexer::{EventRow, Record, VectorRow};
+use recall_indexer::{Record, VectorRow};
 use serde::Serialize;
 use uuid::Uuid;
 
 use crate::engine::Engine;
 use crate::error::{Error, Result};
+use crate::event::Event;
 use crate::memory::{Kind, Memory, NewMemory, Remembered};
-use crate::state::{op, to_ms};
+use crate::state::to_ms;
 use crate::validate;
 
 /// Ends a session: citations, an optional outcome, session-bank expiry. Built
@@ -87,7 +88,7 @@ impl EndSession {
             let tenant = state.tenant(&self.tenant);
             for id in &self.used {
                 if tenant.and_then(|t| t.get(id)).is_none() {
-                    return Err(Error::NotFound(id.to_string()));
+                    return Err(Error::not_found(&self.tenant, id));
                 }
             }
         }
@@ -102,7 +103,7 @@ impl EndSession {
             None => None,
         };
         let now = to_ms(self.engine.config().clock.now());
-        let mut store = self.engine.inner.store.lock().await;
+        let mut store = self.engine.lock_store().await;
         let (mut records, mut cited, mut not_dealt) = (Vec::new(), Vec::new(), Vec::new());
         {
             let state = self.engine.read_state()?;
@@ -116,24 +117,18 @@ impl EndSession {
                     }
                     cited.push(*id);
                     if !m.sessions_cited.contains(&self.session) {
-                        records.push(event(
-                            &self.tenant,
-                            Some(*id),
-                            op::CITATION,
-                            &self.session,
-                            now,
-                        ));
+                        let event = Event::Citation {
+                            session: self.session.clone(),
+                        };
+                        records.push(event.record(&self.tenant, Some(*id), now));
                     }
                 }
             }
         }
-        records.push(event(
-            &self.tenant,
-            None,
-            op::SESSION_END,
-            &self.session,
-            now,
-        ));
+        let ended = Event::SessionEnd {
+            session: self.session.clone(),
+        };
+        records.push(ended.record(&self.tenant, None, now));
         self.engine.persist(&mut store, records).await?;
         Ok(SessionEnded {
             cited,
@@ -141,17 +136,6 @@ impl EndSession {
             outcome,
         })
     }
-}
-
-fn event(tenant: &str, memory: Option<Uuid>, op: &str, arg: &str, at_ms: i64) -> Record {
-    Record::Event(EventRow {
-        seq: 0,
-        tenant: tenant.to_string(),
-        memory_id: memory.map(|id| id.to_string()).unwrap_or_default(),
-        op: op.to_string(),
-        at_ms,
-        arg: Some(arg.to_string()),
-    })
 }
 
 impl Engine {
@@ -200,8 +184,9 @@ impl Engine {
         self.append_event(
             tenant,
             None,
-            op::DRIFT,
-            Some(element.to_string()),
+            Event::Drift {
+                element: element.to_string(),
+            },
             Some(at_ms),
         )
         .await?;
@@ -285,7 +270,7 @@ impl Engine {
         if self.embedder().is_none() {
             return Ok(0);
         }
-        let _running = self.inner.backfill.lock().await;
+        let _running = self.lock_backfill().await;
         let mut attempted: HashSet<Uuid> = HashSet::new();
         let mut done = 0;
         loop {
@@ -338,7 +323,7 @@ impl Engine {
                 })
                 .collect::<Vec<_>>();
             done += records.len();
-            let mut store = self.inner.store.lock().await;
+            let mut store = self.lock_store().await;
             self.persist(&mut store, records).await?;
         }
         if done > 0 {

@@ -1,55 +1,20 @@
-//! The recall path (§4): scope, candidates, relevance, abstention, score.
-
-use std::cell::{OnceCell, RefCell};
-use std::collections::HashMap;
+//! The recall path's shell (§4): the builder, its checks, who may read
+//! what (`eligible`), and the two candidate stages; the ranking itself is
+//! the pure [`crate::rank`].
 
 use chrono::{DateTime, Utc};
-use recall_indexer::{dot, normalized};
-use serde::Serialize;
+use recall_indexer::normalized;
 use uuid::Uuid;
 
 use crate::config::{Bm25Normalization, ScoringConfig};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::memory::{Kind, Memory, Source};
+use crate::memory::Kind;
 use crate::policy::ReadPolicy;
-use crate::score::{
-    Breakdown, decay_multiplier, drift_multiplier, effective_confidence, is_evidence,
-    lexical_share, normalize_bm25, relevance, usage_multiplier,
-};
-use crate::sentences::asks_only;
+use crate::rank::{Found, Query, RecallResult, rank};
+use crate::score::effective_confidence;
 use crate::state::{TenantState, to_ms};
-use crate::updates::{Cutoffs, Versions};
 use crate::validate;
-
-/// One recalled memory and why it ranked there.
-#[derive(Debug, Clone, Serialize)]
-pub struct Hit {
-    /// The memory.
-    pub memory: Memory,
-    /// The final score (also `breakdown.score`).
-    pub score: f32,
-    /// Every factor of the score (for a linked neighbour: its parent's).
-    pub breakdown: Breakdown,
-    /// Set when the memory came in as a `[[link]]` of a top hit: the parent's
-    /// title (or id). Its score is half the parent's (§4.7).
-    pub via: Option<String>,
-}
-
-/// The answer to a recall.
-#[derive(Debug, Clone, Serialize)]
-pub struct RecallResult {
-    /// Best first, at most `k`.
-    pub hits: Vec<Hit>,
-    /// True when no candidate was evidence of an answer (no part of one
-    /// that states something reached `min_evidence_cosine`, no part that
-    /// asks `question_evidence`, and none matched `min_evidence_lexical` of
-    /// the query's words; or none existed): the result is then empty
-    /// ([`crate::is_evidence`]).
-    pub abstained: bool,
-    /// Candidates considered (union of the vector and BM25 stages, in scope).
-    pub candidates: usize,
-}
 
 /// A recall, configured with setters and run by [`RecallBuilder::execute`].
 ///
@@ -182,7 +147,7 @@ impl RecallBuilder {
     fn scoring_config(&self) -> &ScoringConfig {
         self.scoring
             .as_ref()
-            .unwrap_or(&self.engine.inner.config.scoring)
+            .unwrap_or(&self.engine.config().scoring)
     }
 
     /// Also serve quarantined memories (for review). Default false.
@@ -216,12 +181,12 @@ impl RecallBuilder {
         }
         let engine = self.engine.clone();
         let query_vector = match self.query_vector.take() {
-            Some(v) if engine.embedder().is_some() => Some(
-                normalized(v, engine.inner.dim).map_err(|e| Error::InvalidInput {
+            Some(v) if engine.embedder().is_some() => Some(normalized(v, engine.dim()).map_err(
+                |e| Error::InvalidInput {
                     field: "query_vector",
                     reason: e.to_string(),
-                })?,
-            ),
+                },
+            )?),
             Some(_) => {
                 return Err(Error::invalid(
                     "query_vector",
@@ -323,13 +288,21 @@ impl RecallBuilder {
         readable
     }
 
+    /// The shell of a recall: takes the state lock, gathers the
+    /// candidates of both stages (BM25 from the lexical index, the vector
+    /// scan over the tenant's in-memory vectors) and hands them to the pure
+    /// [`rank`](crate::rank::rank).
     fn rank(&self, query_vector: Option<&[f32]>) -> Result<RecallResult> {
-        let inner = &self.engine.inner;
         let config = self.scoring_config();
-        let now = self.now.unwrap_or_else(|| inner.config.clock.now());
-        let now_ms = to_ms(now);
+        let now = self.now.unwrap_or_else(|| self.engine.config().clock.now());
+        let query = Query {
+            vector: query_vector,
+            k: self.k,
+            now_ms: to_ms(now),
+            has_embedder: self.engine.embedder().is_some(),
+        };
         let banks = self.readable_names();
-        let pool = config.candidate_pool.max(self.k);
+        let pool = query.pool(config);
         let state = self.engine.read_state()?;
         let Some(tenant) = state.tenant(&self.tenant) else {
             return Ok(RecallResult {
@@ -339,19 +312,16 @@ impl RecallBuilder {
             });
         };
         let readable = self.readable_banks(tenant);
-        let eligible = |i: usize| self.eligible(&readable, tenant, i, now_ms);
+        let eligible = |i: usize| self.eligible(&readable, tenant, i, query.now_ms);
 
         // The two candidate stages run side by side.
         let (lexical, nearest) = rayon::join(
             || -> Result<_> {
-                // Forgotten and superseded memories stay in the BM25 index,
-                // so ask for a quarter more than the pool and keep the eligible ones.
-                let hits =
-                    inner
-                        .lexical
-                        .search(&self.tenant, &banks, &self.query, pool + pool / 4)?;
+                let lexical = self.engine.lexical();
+                let fetch = (pool as f32 * config.lexical_overfetch) as usize;
+                let hits = lexical.search(&self.tenant, &banks, &self.query, fetch)?;
                 let attainable = if matches!(config.bm25, Bm25Normalization::Attainable) {
-                    inner.lexical.attainable(&self.tenant, &self.query)?
+                    lexical.attainable(&self.tenant, &self.query)?
                 } else {
                     0.0
                 };
@@ -373,247 +343,15 @@ impl RecallBuilder {
         );
         let (lexical, attainable) = lexical?;
         let (nearest, nearest_sentences) = nearest;
-
-        // index → (cosine of the whole vector, raw bm25); the sentences'
-        // cosines are taken below, for every candidate alike.
-        let mut candidates: HashMap<usize, (Option<f32>, Option<f32>)> = nearest
-            .into_iter()
-            .map(|(i, cos)| (i, (Some(cos), None)))
-            .collect();
-        for (i, _) in nearest_sentences {
-            candidates.entry(i).or_insert((None, None));
-        }
-        let mut taken = 0;
-        for hit in lexical {
-            let Some(&i) = tenant.by_seq.get(&hit.seq) else {
-                continue;
-            };
-            if taken == pool || !eligible(i) {
-                continue;
-            }
-            taken += 1;
-            candidates.entry(i).or_insert((None, None)).1 = Some(hit.score);
-        }
-        // Every candidate's vector half is its true cosine (a lexical-only
-        // one's too, not 0): the whole vector's, or its closest sentence's
-        // when that is closer.
-        let mut sentence_cosines: HashMap<usize, f32> = HashMap::new();
-        if let Some(q) = query_vector {
-            for (i, (cos, _)) in candidates.iter_mut() {
-                if cos.is_none()
-                    && let Some(row) = tenant.memories[*i].vector_row
-                {
-                    *cos = tenant.vectors.row(row).map(|v| dot(v, q));
-                }
-                if let Some(sentence) = tenant.sentence_cosine(*i, q) {
-                    sentence_cosines.insert(*i, sentence);
-                    *cos = Some(cos.map_or(sentence, |c| c.max(sentence)));
-                }
-            }
-        }
-        let (min_s, max_s) = candidates
-            .values()
-            .filter_map(|(_, s)| *s)
-            .fold((f32::MAX, 0f32), |(lo, hi), s| (lo.min(s), hi.max(s)));
-        let has_embedder = inner.embedder.is_some();
-        let total = candidates.len();
-        // Whether some candidate is evidence the query can be answered (the
-        // abstention gate), judged before the hit floors drop anything.
-        let mut evidence = false;
-        // Scored first, viewed after the cut: building a memory's public view
-        // copies its text, worth doing only for the hits returned.
-        let mut scored: Vec<(usize, Breakdown)> = candidates
-            .into_iter()
-            .filter_map(|(i, (cosine, bm25))| {
-                let m = &tenant.memories[i];
-                let b = bm25.map_or(0.0, |s| {
-                    normalize_bm25(config.bm25, s, min_s, max_s, attainable)
-                });
-                // Whether it only asks, found out once and only if asked.
-                let asks = OnceCell::new();
-                let asks = || *asks.get_or_init(|| asks_only(&m.row.content));
-                let rel = relevance(config, cosine, b, has_embedder, asks);
-                let parts = || {
-                    query_vector
-                        .map(|q| tenant.part_cosines(i, q, asks()))
-                        .unwrap_or_default()
-                };
-                evidence = evidence || is_evidence(config, cosine, b, asks, parts);
-                // The thresholds are calibrated for the hybrid score. BM25
-                // alone depends on corpus size (IDF), so without an embedder
-                // any lexical match passes both.
-                let passes = if has_embedder {
-                    rel >= config.min_hit_relevance
-                } else {
-                    bm25.is_some_and(|s| s > 0.0)
-                };
-                if !passes {
-                    return None;
-                }
-                let age = now_ms - m.last_confirmed_ms;
-                let kind_weight = config.kind_weights.of(m.kind);
-                let decay = decay_multiplier(config, age, m.confirmations);
-                let usage = usage_multiplier(config, m.citations(), m.impressions());
-                let drift = drift_multiplier(config, tenant.drifted(m));
-                let confidence = effective_confidence(
-                    config,
-                    m.row.confidence,
-                    m.source == Source::Inferred,
-                    age,
-                );
-                // Asked once only when it could matter.
-                let asking = if config.question_weight < 1.0 && asks() {
-                    config.question_weight
-                } else {
-                    1.0
-                };
-                let score = rel * kind_weight * decay * usage * drift * confidence * asking;
-                Some((
-                    i,
-                    Breakdown {
-                        cosine,
-                        sentence_cosine: sentence_cosines.get(&i).copied(),
-                        v: cosine.unwrap_or(0.0).max(0.0),
-                        bm25,
-                        b,
-                        lexical_share: lexical_share(config, cosine, b, asks),
-                        rel,
-                        kind_weight,
-                        decay,
-                        usage,
-                        drift,
-                        confidence,
-                        asking,
-                        update: 1.0,
-                        updates: None,
-                        score,
-                    },
-                ))
-            })
-            .collect();
-        // Abstention is the query's verdict: without one candidate close in
-        // meaning or matching most of its words (and, when set, reaching
-        // `min_relevance`), nothing is returned. Once a query has an answer,
-        // weaker hits down to `min_hit_relevance` (and a share of the best
-        // hit's relevance) fill the k slots.
-        let best = scored.iter().map(|(_, b)| b.rel).fold(0f32, f32::max);
-        if has_embedder {
-            if !evidence || best < config.min_relevance {
-                scored.clear();
-            }
-            // A clear answer does not bring noise along: hits far weaker
-            // than the best one go, even above the floor.
-            scored.retain(|(_, b)| b.rel >= config.min_hit_share * best);
-        }
-        scored.sort_by(|(i, a), (j, b)| {
-            b.score
-                .total_cmp(&a.score)
-                .then(tenant.memories[*i].id.cmp(&tenant.memories[*j].id))
-        });
-        if let Some(update_similarity) = config.update_similarity {
-            let memories = &tenant.memories;
-            // What a pair is compared on: each top hit's vector closest to
-            // the query (the restated value, not the small talk around it).
-            let closest: HashMap<usize, &[f32]> = scored
-                .iter()
-                .take(self.k)
-                .filter_map(|&(i, _)| Some((i, tenant.closest_vector(i, query_vector)?)))
-                .collect();
-            // Each pair once: the isolation check asks for the same pairs
-            // again.
-            let pair_cosines: RefCell<HashMap<(usize, usize), Option<f32>>> = RefCell::default();
-            let similarity = |a: usize, b: usize| {
-                *pair_cosines
-                    .borrow_mut()
-                    .entry((a.min(b), a.max(b)))
-                    .or_insert_with(|| closest.get(&a).zip(closest.get(&b)).map(|(x, y)| dot(x, y)))
-            };
-            let states = |i: usize| config.update_kinds.contains(&memories[i].kind);
-            crate::updates::lift_newer_versions(
-                &mut scored,
-                self.k,
-                Cutoffs {
-                    similarity: update_similarity,
-                    evidence: config.min_evidence_cosine,
-                    isolation: config.update_isolation,
-                    relevance_share: config.update_relevance_share,
-                },
-                |newer, older| {
-                    if memories[newer].last_confirmed_ms <= memories[older].last_confirmed_ms
-                        || asks_only(&memories[newer].row.content)
-                    {
-                        Versions::Never
-                    } else if states(newer) && states(older) {
-                        Versions::WhenSimilar
-                    } else {
-                        Versions::WhenApart
-                    }
-                },
-                similarity,
-                |i| memories[i].id,
-            );
-        }
-        scored.truncate(self.k);
-        let mut hits: Vec<Hit> = scored
-            .into_iter()
-            .map(|(i, breakdown)| Hit {
-                memory: tenant.view(i),
-                via: None,
-                score: breakdown.score,
-                breakdown,
-            })
-            .collect();
-        let by_score = |a: &Hit, b: &Hit| {
-            b.score
-                .total_cmp(&a.score)
-                .then(a.memory.id.cmp(&b.memory.id))
+        let found = Found {
+            lexical,
+            attainable,
+            nearest,
+            nearest_sentences,
         };
-        // Each top hit brings up to two linked memories not already present.
-        let mut present: std::collections::HashSet<Uuid> =
-            hits.iter().map(|h| h.memory.id).collect();
-        let mut linked = Vec::new();
-        for parent in &hits {
-            let label = parent
-                .memory
-                .title
-                .clone()
-                .unwrap_or_else(|| parent.memory.id.to_string());
-            let neighbours = parent
-                .memory
-                .links
-                .iter()
-                .filter_map(|l| l.id)
-                .filter_map(|id| tenant.by_id.get(&id).copied())
-                .filter(|&i| eligible(i));
-            let mut brought = 0;
-            for i in neighbours {
-                if brought == 2 {
-                    break;
-                }
-                if !present.insert(tenant.memories[i].id) {
-                    continue;
-                }
-                brought += 1;
-                let score = parent.score * 0.5;
-                let mut breakdown = parent.breakdown.clone();
-                breakdown.score = score;
-                linked.push(Hit {
-                    memory: tenant.view(i),
-                    score,
-                    breakdown,
-                    via: Some(label.clone()),
-                });
-            }
-        }
-        hits.extend(linked);
-        hits.sort_by(by_score);
         if matches!(config.bm25, Bm25Normalization::MaxOfQuery) {
             tracing::debug!("max-of-query BM25 normalization: abstention is unreliable");
         }
-        Ok(RecallResult {
-            abstained: hits.is_empty(),
-            hits,
-            candidates: total,
-        })
+        Ok(rank(tenant, &query, config, found, eligible))
     }
 }

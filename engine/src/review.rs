@@ -3,15 +3,17 @@
 
 use std::collections::{HashMap, HashSet};
 
-use recall_indexer::{AuditEntry, ScanConfig};
+use recall_indexer::{AuditEntry, AuditOp, ScanConfig};
 use serde::Serialize;
 use uuid::Uuid;
 
+use crate::config::Band;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
+use crate::event::Event;
 use crate::memory::{Kind, Memory, Source, Trust};
 use crate::score::effective_confidence;
-use crate::state::{op, to_ms};
+use crate::state::to_ms;
 use crate::validate;
 
 /// Most recent active memories checked for similar pairs; the check is a
@@ -163,7 +165,7 @@ impl Engine {
         });
         for (&(i, _), near) in recent.iter().zip(neighbours) {
             for (j, cos) in near {
-                if cos < write.similar_threshold || cos >= write.dedup_threshold {
+                if write.band(cos) != Band::Similar {
                     continue;
                 }
                 let (older, newer) = if i < j { (i, j) } else { (j, i) };
@@ -271,13 +273,14 @@ impl Engine {
             });
         }
         let audit = self
-            .audit_entry(tenant, "release", &[id])
+            .audit_entry(tenant, AuditOp::Release, &[id])
             .actor(Some(actor.to_string()));
         self.append_audited_event(
             tenant,
             Some(id),
-            op::RELEASED,
-            Some(actor.to_string()),
+            Event::Released {
+                by: actor.to_string(),
+            },
             None,
             Some(audit),
         )
@@ -289,6 +292,6 @@ impl Engine {
     /// erase and release, with ids and content hashes, never content.
     pub async fn audit(&self, tenant: &str) -> Result<Vec<AuditEntry>> {
         validate::scope_name("tenant", tenant)?;
-        Ok(self.inner.store.lock().await.audit_entries(tenant)?)
+        Ok(self.lock_store().await.audit_entries(tenant)?)
     }
 }

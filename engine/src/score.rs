@@ -6,10 +6,12 @@
 //!         share = 1 if b ≥ 0.6, else clamp((cosine − 0.2) / 0.2, 0, 1)   (a chance word match
 //!                 on a memory unrelated in meaning counts nothing; see `LexicalSupport`),
 //!                 for a memory that only asks clamp((cosine − 0.4) / 0.2, 0, 1)
-//! score = rel × kind_weight × decay × usage × drift × confidence
+//! score = rel × kind_weight × decay × usage × drift × confidence × asking
+//!         then × update for a newer version lifted above an older one (`updates.rs`)
+//!         asking     = question_weight (0.6) for a memory that only asks; else 1
 //!         decay      = 0.9 + 0.1 · 0.5^(age / (45 d · stability)),  stability = 1 + ln(1 + confirmations)
 //!                      (the spec's floor is 0.6; see `ScoringConfig::decay_floor`)
-//!         usage      = min(1.8, 1 + 0.4 · ln(1 + citations)) if cited; 0.75 if ≥ 5 impressions and never cited; else 1
+//!         usage      = min(usage_cap 1.8, 1 + usage_slope 0.4 · ln(1 + citations)) if cited; 0.75 if ≥ 5 impressions and never cited; else 1
 //!         drift      = 0.6 if an element drifted after the last confirmation; else 1
 //!         confidence = as written; inferred: × 0.5^(age / 30 d), and below 0.3 the memory leaves recall
 //! ```
@@ -297,7 +299,7 @@ pub fn decay_multiplier(config: &ScoringConfig, age_ms: i64, confirmations: u32)
 /// Usage feedback: cited memories rise (capped), dealt-but-ignored ones sink.
 pub fn usage_multiplier(config: &ScoringConfig, citations: u32, impressions: u32) -> f32 {
     if citations > 0 {
-        (1.0 + 0.4 * (1.0 + citations as f32).ln()).min(config.usage_cap)
+        (1.0 + config.usage_slope * (1.0 + citations as f32).ln()).min(config.usage_cap)
     } else if impressions >= config.ignored_after {
         config.ignored_penalty
     } else {

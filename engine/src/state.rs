@@ -10,6 +10,7 @@ use rayon::prelude::*;
 use recall_indexer::{EventRow, MemoryRow, Placement, Record, VectorRow, VectorSet, dot};
 use uuid::Uuid;
 
+use crate::event::{Event, EventDecodeError};
 use crate::links::parse_links;
 use crate::memory::{Kind, Link, Memory, Source, Trust};
 use crate::score::PartCosines;
@@ -31,49 +32,6 @@ impl Derived {
             links: parse_links(&row.content),
         }
     }
-}
-
-/// Event operations written by the engine.
-pub(crate) mod op {
-    /// `confirmations += 1`, `last_confirmed_at = max(last, at)`, drift acknowledged.
-    pub const CONFIRM: &str = "confirm";
-    /// Soft delete.
-    pub const FORGET: &str = "forget";
-    /// `arg` = the superseding memory's id.
-    pub const SUPERSEDED_BY: &str = "superseded_by";
-    /// `arg` = the session the memory was dealt to.
-    pub const IMPRESSION: &str = "impression";
-    /// `arg` = the session that said it used the memory.
-    pub const CITATION: &str = "citation";
-    /// Tenant-wide (`memory_id` empty): `arg` = the element whose code changed at `at`.
-    pub const DRIFT: &str = "drift";
-    /// Tenant-wide (`memory_id` empty): `arg` = the session that ended at `at`.
-    pub const SESSION_END: &str = "session_end";
-    /// Written with a memory: `arg` = what redaction replaced, `KIND=n,KIND=n`.
-    pub const REDACTED: &str = "redacted";
-    /// Written with a memory the screen held back: `arg` = `rule|trust it was written with`.
-    pub const QUARANTINED: &str = "quarantined";
-    /// A person looked at a quarantined memory and let it be served: `arg` = who.
-    pub const RELEASED: &str = "released";
-    /// Tenant-wide: an erasure ran (`arg` = how many memories). Holds no
-    /// content; it keeps the store's sequence numbers rising past erased rows.
-    pub const ERASED: &str = "erased";
-}
-
-/// `KIND=n,KIND=n` ↔ counts, for the `redacted` event.
-pub(crate) fn encode_counts(counts: &BTreeMap<String, u32>) -> String {
-    counts
-        .iter()
-        .map(|(k, n)| format!("{k}={n}"))
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
-fn decode_counts(text: &str) -> BTreeMap<String, u32> {
-    text.split(',')
-        .filter_map(|pair| pair.split_once('='))
-        .filter_map(|(k, n)| Some((k.to_string(), n.parse().ok()?)))
-        .collect()
 }
 
 pub(crate) fn to_ms(t: DateTime<Utc>) -> i64 {
@@ -528,86 +486,75 @@ impl State {
         }
     }
 
-    /// Applies an event; events about unknown memories are ignored.
-    fn apply_event(&mut self, event: &EventRow) {
-        let Some(tenant) = self.tenants.get_mut(&event.tenant) else {
+    /// Applies an event; events about unknown memories, and rows this
+    /// engine cannot read, are skipped.
+    fn apply_event(&mut self, row: &EventRow) {
+        let Some(tenant) = self.tenants.get_mut(&row.tenant) else {
             return;
         };
-        match event.op.as_str() {
-            op::DRIFT => {
-                if let Some(element) = &event.arg {
-                    let stamp = tenant.drift.entry(element.clone()).or_insert(event.at_ms);
-                    *stamp = (*stamp).max(event.at_ms);
-                }
+        let event = match Event::decode(&row.op, row.arg.as_deref()) {
+            Ok(event) => event,
+            Err(error @ EventDecodeError::UnknownOp(_)) => {
+                tracing::warn!(seq = row.seq, %error, "skipping an event this engine does not know");
                 return;
             }
-            op::SESSION_END => {
-                if let Some(session) = &event.arg {
-                    tenant.ended_sessions.insert(session.clone(), event.at_ms);
-                }
+            Err(error) => {
+                tracing::debug!(seq = row.seq, %error, "skipping an unreadable event");
                 return;
             }
-            op::ERASED => return,
+        };
+        match event {
+            Event::Drift { element } => {
+                let stamp = tenant.drift.entry(element).or_insert(row.at_ms);
+                *stamp = (*stamp).max(row.at_ms);
+                return;
+            }
+            Event::SessionEnd { session } => {
+                tenant.ended_sessions.insert(session, row.at_ms);
+                return;
+            }
+            Event::Erased { .. } => return,
             _ => {}
         }
-        let Some(&index) = Uuid::parse_str(&event.memory_id)
+        let Some(&index) = Uuid::parse_str(&row.memory_id)
             .ok()
             .and_then(|id| tenant.by_id.get(&id))
         else {
             return;
         };
-        match event.op.as_str() {
-            op::CONFIRM => {
+        match event {
+            Event::Confirm => {
                 let latest_drift = tenant.latest_drift(&tenant.memories[index]);
                 let m = &mut tenant.memories[index];
                 m.confirmations += 1;
-                m.last_confirmed_ms = m.last_confirmed_ms.max(event.at_ms);
+                m.last_confirmed_ms = m.last_confirmed_ms.max(row.at_ms);
                 if let Some(at) = latest_drift {
                     m.drift_ack_ms = m.drift_ack_ms.max(at);
                 }
             }
-            op::FORGET => {
+            Event::Forget => {
                 tenant.memories[index].forgotten = true;
                 tenant.deactivate(index);
             }
-            op::SUPERSEDED_BY => {
-                let by = event.arg.as_deref().and_then(|s| Uuid::parse_str(s).ok());
-                if by.is_some() {
-                    tenant.memories[index].superseded_by = by;
-                    tenant.deactivate(index);
-                }
+            Event::SupersededBy(by) => {
+                tenant.memories[index].superseded_by = Some(by);
+                tenant.deactivate(index);
             }
-            op::IMPRESSION => {
-                if let Some(session) = &event.arg {
-                    tenant.memories[index]
-                        .sessions_dealt
-                        .insert(session.clone());
-                }
+            Event::Impression { session } => {
+                tenant.memories[index].sessions_dealt.insert(session);
             }
-            op::CITATION => {
+            Event::Citation { session } => {
                 let m = &mut tenant.memories[index];
-                if let Some(session) = &event.arg {
-                    // Testimony counts only for what the session was dealt.
-                    if m.sessions_dealt.contains(session) {
-                        m.sessions_cited.insert(session.clone());
-                    }
+                // Testimony counts only for what the session was dealt.
+                if m.sessions_dealt.contains(&session) {
+                    m.sessions_cited.insert(session);
                 }
             }
-            op::REDACTED => {
-                if let Some(counts) = &event.arg {
-                    tenant.memories[index].redactions = decode_counts(counts);
-                }
+            Event::Redacted(counts) => tenant.memories[index].redactions = counts,
+            Event::Quarantined { rule, trust } => {
+                tenant.memories[index].quarantine = Some((rule, trust));
             }
-            op::QUARANTINED => {
-                let (rule, trust) = event
-                    .arg
-                    .as_deref()
-                    .and_then(|a| a.split_once('|'))
-                    .unwrap_or(("unknown", "external"));
-                let trust = Trust::from_str(trust).unwrap_or(Trust::External);
-                tenant.memories[index].quarantine = Some((rule.to_string(), trust));
-            }
-            op::RELEASED => {
+            Event::Released { .. } => {
                 let m = &mut tenant.memories[index];
                 // Back to the trust it was written with; a memory written as
                 // quarantined by its caller becomes `external` (looked at, not vouched for).
@@ -617,7 +564,7 @@ impl State {
                 };
                 tenant.meta[index].quarantined = false;
             }
-            other => tracing::warn!(op = other, "skipping an event this engine does not know"),
+            Event::Drift { .. } | Event::SessionEnd { .. } | Event::Erased { .. } => {}
         }
     }
 }

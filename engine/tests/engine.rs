@@ -13,6 +13,8 @@ use recall::{
 };
 use uuid::Uuid;
 
+#[path = "engine/compat.rs"]
+mod compat;
 #[path = "engine/lifecycle.rs"]
 mod lifecycle;
 #[path = "engine/properties.rs"]
@@ -1278,11 +1280,11 @@ async fn tenants_never_see_each_other() {
     );
     assert!(matches!(
         engine.get("tenant-b", a).await,
-        Err(Error::NotFound(_))
+        Err(Error::NotFound { .. })
     ));
     assert!(matches!(
         engine.history("tenant-b", a).await,
-        Err(Error::NotFound(_))
+        Err(Error::NotFound { .. })
     ));
     assert!(
         engine
@@ -1302,7 +1304,7 @@ async fn tenants_never_see_each_other() {
     );
     assert!(matches!(
         engine.forget("tenant-b", a).await,
-        Err(Error::NotFound(_))
+        Err(Error::NotFound { .. })
     ));
     assert!(!engine.get("tenant-a", a).await.unwrap().forgotten);
 }
@@ -1377,7 +1379,7 @@ async fn bad_input_is_a_typed_error_and_writes_nothing() {
             )
         }),
         (ok().supersedes("no such title"), |e| {
-            matches!(e, Error::NotFound(_))
+            matches!(e, Error::NotFound { .. })
         }),
         // Sentence vectors: without the whole vector, a count other than
         // the content's sentences, a wrong width.
@@ -1511,7 +1513,7 @@ async fn an_import_stops_at_a_bad_call_and_keeps_the_calls_before_it() {
             .await
             .unwrap_err();
         assert!(
-            matches!(err, Error::InvalidInput { .. } | Error::NotFound(_)),
+            matches!(err, Error::InvalidInput { .. } | Error::NotFound { .. }),
             "{err:?}"
         );
         assert_eq!(seen, [2], "only the first call was committed");

@@ -14,12 +14,51 @@ use crate::error::{IndexerError, Result};
 /// File name of the audit log inside the data directory.
 pub(crate) const AUDIT_FILE: &str = "audit.jsonl";
 
+/// What an audit entry records. Written as its lower-case name (`"forget"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum AuditOp {
+    /// A memory was stored, or a write was deduplicated into one.
+    Remember,
+    /// A memory replaced another.
+    Supersede,
+    /// A memory was soft-deleted.
+    Forget,
+    /// Memories were physically erased.
+    Erase,
+    /// A quarantined memory was let through after review.
+    Release,
+}
+
+impl AuditOp {
+    /// The name written to the log.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuditOp::Remember => "remember",
+            AuditOp::Supersede => "supersede",
+            AuditOp::Forget => "forget",
+            AuditOp::Erase => "erase",
+            AuditOp::Release => "release",
+        }
+    }
+}
+
+impl std::fmt::Display for AuditOp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
 /// One line of the audit log.
 ///
 /// ```
-/// use recall_indexer::AuditEntry;
-/// let entry = AuditEntry::new(1_700_000_000_000, "acme", "forget").id("0190f0c4-0000-7000-8000-000000000000");
+/// use recall_indexer::{AuditEntry, AuditOp};
+/// let entry = AuditEntry::new(1_700_000_000_000, "acme", AuditOp::Forget).id("0190f0c4-0000-7000-8000-000000000000");
 /// assert_eq!(entry.ids.len(), 1);
+/// let line = serde_json::to_string(&entry)?;
+/// assert!(line.contains(r#""op":"forget""#));
+/// # Ok::<(), serde_json::Error>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuditEntry {
@@ -27,8 +66,8 @@ pub struct AuditEntry {
     pub at_ms: i64,
     /// The tenant it concerns.
     pub tenant: String,
-    /// What happened: `remember`, `supersede`, `forget`, `erase`, `release` …
-    pub op: String,
+    /// What happened.
+    pub op: AuditOp,
     /// Who asked for it, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub actor: Option<String>,
@@ -45,11 +84,11 @@ pub struct AuditEntry {
 
 impl AuditEntry {
     /// An entry with no ids, actor, hash or detail yet.
-    pub fn new(at_ms: i64, tenant: impl Into<String>, op: impl Into<String>) -> AuditEntry {
+    pub fn new(at_ms: i64, tenant: impl Into<String>, op: AuditOp) -> AuditEntry {
         AuditEntry {
             at_ms,
             tenant: tenant.into(),
-            op: op.into(),
+            op,
             actor: None,
             ids: Vec::new(),
             content_sha256: None,

@@ -36,6 +36,46 @@ pub enum IndexerError {
         /// What was wrong with it.
         detail: String,
     },
+    /// A batch or value is larger than the log's frame format can hold;
+    /// nothing was written.
+    #[error("{what} is too large: {len} bytes, at most {max}")]
+    TooLarge {
+        /// What was too large (`write-ahead log frame`, `vector`).
+        what: &'static str,
+        /// Its size.
+        len: u64,
+        /// The largest allowed.
+        max: u64,
+    },
+    /// A lock was poisoned by a thread that panicked while holding it; the
+    /// structure it guards may be half-updated, so the store must be reopened.
+    #[error("the {what} lock was poisoned by a panic; reopen the store")]
+    Poisoned {
+        /// What the lock guards.
+        what: &'static str,
+    },
+    /// A background task (the log flush) panicked or failed earlier; its
+    /// writes stay in the log and are replayed at the next open.
+    #[error("background {task} failed: {detail}")]
+    Background {
+        /// Which task.
+        task: &'static str,
+        /// What happened to it.
+        detail: String,
+    },
+    /// A path the tables are addressed by is not valid UTF-8.
+    #[error("{path} is not valid UTF-8 (LanceDB addresses tables by a UTF-8 URI)")]
+    NonUtf8Path {
+        /// The path.
+        path: PathBuf,
+    },
+    /// The store was closed and is being reopened; the call can be retried
+    /// on the reopened store.
+    #[error("the {what} is closed (reopen the store)")]
+    Closed {
+        /// What is closed.
+        what: &'static str,
+    },
     /// Another engine (this process or another) has the data directory open.
     #[error("{path} is in use by another recall engine (one writer per data directory)")]
     Locked {

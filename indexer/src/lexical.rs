@@ -143,9 +143,9 @@ struct WriterState {
 
 impl WriterState {
     fn writer(&mut self) -> Result<&mut IndexWriter<TantivyDocument>> {
-        self.writer
-            .as_mut()
-            .ok_or_else(|| IndexerError::corrupt("lexical index", "no writer (reopen the store)"))
+        self.writer.as_mut().ok_or(IndexerError::Closed {
+            what: "lexical index writer",
+        })
     }
 }
 
@@ -395,9 +395,9 @@ impl LexicalIndex {
     }
 
     fn lock(&self) -> Result<std::sync::MutexGuard<'_, WriterState>> {
-        self.writer
-            .lock()
-            .map_err(|_| IndexerError::corrupt("lexical index", "writer lock poisoned"))
+        self.writer.lock().map_err(|_| IndexerError::Poisoned {
+            what: "lexical index writer",
+        })
     }
 
     /// Adds documents for memory rows whose sequence number is above what the

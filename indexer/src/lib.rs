@@ -42,9 +42,12 @@
 #![deny(missing_docs)]
 
 mod audit;
+mod blocks;
+mod codes;
 mod embedder;
 mod erase;
 mod error;
+mod kernels;
 mod lexical;
 mod log_payload;
 mod near;
@@ -55,7 +58,7 @@ mod table;
 mod vectors;
 mod wal;
 
-pub use audit::AuditEntry;
+pub use audit::{AuditEntry, AuditOp};
 pub use embedder::{
     DEFAULT_DIM, Embedder, FastEmbedder, HashEmbedder, ORT_LIBRARY, embed_checked, normalized,
 };

@@ -77,8 +77,11 @@ pub(crate) fn encode(bare: &[Record], vectors: &[Option<Vec<f32>>]) -> Result<Ve
         payload.extend_from_slice(json);
     }
     payload.push(b']');
-    let written = u32::try_from(payload.len() - 5)
-        .map_err(|_| IndexerError::corrupt("write-ahead log record", "batch too large"))?;
+    let written = u32::try_from(payload.len() - 5).map_err(|_| IndexerError::TooLarge {
+        what: "write-ahead log records",
+        len: (payload.len() - 5) as u64,
+        max: u64::from(u32::MAX),
+    })?;
     payload[1..5].copy_from_slice(&written.to_le_bytes());
     for vector in vectors {
         match vector {
@@ -86,8 +89,10 @@ pub(crate) fn encode(bare: &[Record], vectors: &[Option<Vec<f32>>]) -> Result<Ve
                 let n = u32::try_from(v.len())
                     .ok()
                     .filter(|n| *n != NO_VECTOR)
-                    .ok_or_else(|| {
-                        IndexerError::corrupt("write-ahead log record", "vector too long")
+                    .ok_or(IndexerError::TooLarge {
+                        what: "vector",
+                        len: v.len() as u64,
+                        max: u64::from(NO_VECTOR - 1),
                     })?;
                 payload.extend_from_slice(&n.to_le_bytes());
                 v.iter()

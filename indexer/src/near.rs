@@ -3,7 +3,7 @@
 //!
 //! Two unit vectors at angle θ disagree in the sign of about θ/π of their
 //! coordinates, so a sign-code Hamming distance far above that rules a
-//! pair out. [`sign_distance_bound`] adds a wide margin: on 8,301 texts
+//! pair out. [`sign_distance_bound`](crate::codes::sign_distance_bound) adds a wide margin: on 8,301 texts
 //! embedded with all-MiniLM-L6-v2, pairs at cosine ≥ 0.82 differed in at
 //! most 95 of 384 signs (the bound allows 133) and pairs at ≥ 0.94 in at
 //! most 55 (the bound allows 101), while half of all pairs differ in 171 or
@@ -13,19 +13,8 @@
 
 use rayon::prelude::*;
 
-use crate::vectors::{kernels, sign_code};
-
-/// Share of the coordinates added to θ/π as the margin of
-/// [`sign_distance_bound`].
-const SIGN_MARGIN: f64 = 0.15;
-
-/// The most sign-code bits (of `dim`) in which two unit vectors at cosine
-/// `min_cosine` or more plausibly differ: `dim · (acos(min_cosine)/π + 0.15)`.
-pub(crate) fn sign_distance_bound(min_cosine: f32, dim: usize) -> u32 {
-    let theta = f64::from(min_cosine.clamp(-1.0, 1.0)).acos();
-    let share = (theta / std::f64::consts::PI + SIGN_MARGIN).min(1.0);
-    (share * dim as f64).ceil() as u32
-}
+use crate::codes::{sign_code, sign_distance_bound};
+use crate::kernels;
 
 /// For each vector, the earlier vectors of `vectors` whose cosine to it is
 /// at least `min_cosine`, as `(index, cosine)` in index order. The vectors
@@ -86,14 +75,6 @@ mod tests {
         let v: Vec<f32> = base.iter().zip(other).map(|(a, b)| a + t * b).collect();
         let norm = v.iter().map(|a| a * a).sum::<f32>().sqrt();
         v.into_iter().map(|a| a / norm).collect()
-    }
-
-    #[test]
-    fn the_bound_tightens_as_the_cosine_rises() {
-        assert_eq!(sign_distance_bound(0.82, 384), 133);
-        assert_eq!(sign_distance_bound(0.94, 384), 101);
-        assert_eq!(sign_distance_bound(-1.0, 384), 384);
-        assert!(sign_distance_bound(1.0, 384) < sign_distance_bound(0.5, 384));
     }
 
     #[test]

@@ -23,7 +23,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use ndarray::{Array2, ArrayView2, Axis};
 use rayon::prelude::*;
 
-use crate::vectors::Blocks;
+use crate::blocks::Blocks;
+use crate::kernels::CODE_BLOCK_ROWS;
 
 /// Trainings so far in this process: each names its centroids, so a
 /// list learned under one training is never used under another.
@@ -57,7 +58,7 @@ const ASSIGN_MIN_TASK: usize = 128;
 #[derive(Debug, Clone, Default)]
 pub(crate) struct List {
     pub(crate) rows: Vec<u32>,
-    /// The codes in blocks of [`BLOCK_ROWS`] rows, word-major within a
+    /// The codes in blocks of [`CODE_BLOCK_ROWS`] rows, word-major within a
     /// block: word 0 of the block's eight rows, then word 1, … (the last
     /// block padded with zeros). One 512-bit load holds one word of eight
     /// rows, so a probe counts the bits of eight rows at a time (see
@@ -65,20 +66,18 @@ pub(crate) struct List {
     pub(crate) codes: Vec<u64>,
 }
 
-/// Rows per block of a list's codes.
-pub(crate) const BLOCK_ROWS: usize = 8;
-
 impl List {
     /// Appends `row` with its `code`.
     pub(crate) fn push(&mut self, row: u32, code: &[u64]) {
         let words = code.len();
         let at = self.rows.len();
-        if at.is_multiple_of(BLOCK_ROWS) {
-            self.codes.resize(self.codes.len() + BLOCK_ROWS * words, 0);
+        if at.is_multiple_of(CODE_BLOCK_ROWS) {
+            self.codes
+                .resize(self.codes.len() + CODE_BLOCK_ROWS * words, 0);
         }
-        let block = at / BLOCK_ROWS * BLOCK_ROWS * words;
+        let block = at / CODE_BLOCK_ROWS * CODE_BLOCK_ROWS * words;
         for (k, word) in code.iter().enumerate() {
-            self.codes[block + k * BLOCK_ROWS + at % BLOCK_ROWS] = *word;
+            self.codes[block + k * CODE_BLOCK_ROWS + at % CODE_BLOCK_ROWS] = *word;
         }
         self.rows.push(row);
     }

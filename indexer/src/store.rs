@@ -173,7 +173,7 @@ impl Store {
         let uri = dir.join("tables");
         let uri = uri
             .to_str()
-            .ok_or_else(|| IndexerError::corrupt("data directory", "path is not UTF-8"))?;
+            .ok_or_else(|| IndexerError::NonUtf8Path { path: uri.clone() })?;
         let tables = Tables::open(uri, options.dim).await?;
         let (mut memories, mut events, mut vectors) = load(&tables).await?;
         let memories_upto = memories.last().map_or(0, |m| m.seq);
@@ -348,10 +348,16 @@ impl Store {
             return Ok(());
         };
         let outcome = match in_flight.task.take() {
-            Some(task) => task
-                .await
-                .unwrap_or_else(|e| Err(IndexerError::corrupt("background flush", e.to_string()))),
-            None => Err(IndexerError::corrupt("background flush", "failed before")),
+            Some(task) => task.await.unwrap_or_else(|e| {
+                Err(IndexerError::Background {
+                    task: "flush",
+                    detail: e.to_string(),
+                })
+            }),
+            None => Err(IndexerError::Background {
+                task: "flush",
+                detail: "it failed before; its records stay in the log".into(),
+            }),
         };
         let Err(e) = outcome else {
             return Ok(());

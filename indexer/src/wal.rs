@@ -77,7 +77,11 @@ impl Wal {
         let len = u32::try_from(payload.len())
             .ok()
             .filter(|len| *len <= MAX_FRAME)
-            .ok_or_else(|| IndexerError::corrupt("write-ahead log record", "batch too large"))?;
+            .ok_or(IndexerError::TooLarge {
+                what: "write-ahead log frame",
+                len: payload.len() as u64,
+                max: u64::from(MAX_FRAME),
+            })?;
         let mut header = [0u8; 8];
         header[..4].copy_from_slice(&len.to_le_bytes());
         header[4..].copy_from_slice(&crc32fast::hash(&payload).to_le_bytes());

@@ -189,7 +189,7 @@ async fn run(ops: Vec<Op>) -> usize {
                 let visible = k.tenant == tenant && !k.erased;
                 match engine.get(tenant, id).await {
                     Ok(m) if visible && m.tenant == tenant => {}
-                    Err(Error::NotFound(_)) if !visible => {}
+                    Err(Error::NotFound { .. }) if !visible => {}
                     other => violation(format!("get {id} in {tenant}: {other:?} (model {k:?})")),
                 }
                 if let Ok(chain) = engine.history(tenant, id).await
@@ -226,7 +226,7 @@ async fn run(ops: Vec<Op>) -> usize {
                             k.forgotten = true;
                         }
                     }
-                    Err(Error::NotFound(_)) if k.tenant != tenant || k.erased => {}
+                    Err(Error::NotFound { .. }) if k.tenant != tenant || k.erased => {}
                     other => violation(format!("forget {id} from {tenant}: {other:?} ({k:?})")),
                 }
             }
@@ -243,7 +243,7 @@ async fn run(ops: Vec<Op>) -> usize {
                             k.erased = true;
                         }
                     }
-                    Err(Error::NotFound(_)) if k.tenant != tenant || k.erased => {}
+                    Err(Error::NotFound { .. }) if k.tenant != tenant || k.erased => {}
                     other => violation(format!("erase {id} from {tenant}: {other:?} ({k:?})")),
                 }
             }
@@ -435,7 +435,7 @@ fn fuzzing_the_write_api_and_the_importer_never_panics() {
                             | Error::UnknownKind(_)
                             | Error::ContentTooLong { .. }
                             | Error::TitleTaken { .. }
-                            | Error::NotFound(_),
+                            | Error::NotFound { .. },
                         ) => c.1 += 1,
                         Err(e) => prop_assert!(false, "untyped failure: {e}"),
                     }

@@ -3,7 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use recall::{Config, Engine, EraseScope, Error, Kind, NewMemory, ReadPolicy, Remembered, Trust};
+use recall::{
+    AuditOp, Config, Engine, EraseScope, Error, Kind, NewMemory, ReadPolicy, Remembered, Trust,
+};
 use uuid::Uuid;
 
 use super::{model, open};
@@ -249,7 +251,7 @@ async fn injections_are_quarantined_not_served_and_released_after_review() {
         .unwrap();
     assert_eq!(plain.hits[0].memory.id, id);
     let audit = engine.audit("acme").await.unwrap();
-    let release = audit.iter().find(|e| e.op == "release").unwrap();
+    let release = audit.iter().find(|e| e.op == AuditOp::Release).unwrap();
     assert_eq!(release.ids, vec![id.to_string()]);
     assert_eq!(release.actor.as_deref(), Some("reviewer@acme"));
 
@@ -287,7 +289,7 @@ async fn assert_gone(engine: &Engine, dir: &Path, tenant: &str, gone: &[&Planted
         assert!(found.is_empty(), "{:?} still in {found:?}", p.text);
         assert!(matches!(
             engine.get(tenant, p.id).await,
-            Err(Error::NotFound(_))
+            Err(Error::NotFound { .. })
         ));
         assert!(engine.history(tenant, p.id).await.is_err());
         let export = engine.export(tenant).await.unwrap();
@@ -453,7 +455,7 @@ async fn erase_removes_every_byte_of_a_memory_a_bank_and_a_tenant() {
 
     // The audit log names every erasure, and holds no erased text.
     let audit = engine.audit("acme").await.unwrap();
-    let erasures: Vec<_> = audit.iter().filter(|e| e.op == "erase").collect();
+    let erasures: Vec<_> = audit.iter().filter(|e| e.op == AuditOp::Erase).collect();
     assert_eq!(erasures.len(), 3);
     assert!(
         erasures
@@ -461,11 +463,11 @@ async fn erase_removes_every_byte_of_a_memory_a_bank_and_a_tenant() {
             .all(|e| e.actor.as_deref() == Some("dpo@acme"))
     );
     assert_eq!(erasures[0].ids, vec![ann1.id.to_string()]);
-    assert!(audit.iter().any(|e| e.op == "remember"
+    assert!(audit.iter().any(|e| e.op == AuditOp::Remember
         && e.ids == vec![bob1.id.to_string()]
         && e.content_sha256.as_deref().is_some_and(|h| h.len() == 64)));
-    assert!(audit.iter().any(|e| e.op == "forget"));
-    assert!(audit.iter().any(|e| e.op == "supersede"));
+    assert!(audit.iter().any(|e| e.op == AuditOp::Forget));
+    assert!(audit.iter().any(|e| e.op == AuditOp::Supersede));
 
     // After a reopen nothing comes back, and the store still works.
     drop(engine);
@@ -502,7 +504,7 @@ async fn erase_removes_every_byte_of_a_memory_a_bank_and_a_tenant() {
         engine
             .erase("acme", EraseScope::Memory(ann1.id), "dpo@acme")
             .await,
-        Err(Error::NotFound(_))
+        Err(Error::NotFound { .. })
     ));
 }
 

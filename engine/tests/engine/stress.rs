@@ -141,7 +141,7 @@ async fn acknowledged_operations_survive_sigkill_rounds() {
                         "round {round}: confirm of {id} lost"
                     );
                 }
-                Err(Error::NotFound(_)) => {
+                Err(Error::NotFound { .. }) => {
                     assert!(erased.contains(id), "round {round}: acknowledged {id} lost")
                 }
                 Err(e) => panic!("round {round}: {e}"),

@@ -16,8 +16,8 @@ use ndarray::Array2;
 use rayon::prelude::*;
 
 use super::{Hits, Placement, ScanConfig, VectorSet, at_least, closest_accepted, keep_within};
-use super::{kernels, sign_code};
-use crate::near::sign_distance_bound;
+use crate::codes::{sign_code, sign_distance_bound};
+use crate::kernels;
 use crate::partitions::{Partitions, most_similar};
 
 /// What one query probes.

@@ -21,8 +21,10 @@
 
 use rayon::prelude::*;
 
-use super::{CHUNK_ROWS, Hits, ScanConfig, VectorSet, at_least, closest, kernels, sign_code};
-use crate::near::sign_distance_bound;
+use super::{Hits, ScanConfig, VectorSet, at_least, closest};
+use crate::blocks::CHUNK_ROWS;
+use crate::codes::{sign_code, sign_distance_bound};
+use crate::kernels;
 
 /// Queries compared with a tile while it sits in cache (a tile's codes
 /// come from memory once per group). Measured in one process, the sizes

@@ -1,4 +1,4 @@
-//! The vectors of a [`VectorSet`](super::VectorSet): row-major, in blocks
+//! The vectors of a [`VectorSet`](crate::VectorSet): row-major, in blocks
 //! of [`BLOCK_ROWS`] rows that never move once allocated.
 //!
 //! One contiguous matrix doubles its allocation as a tenant grows and
@@ -18,7 +18,8 @@
 //! A set's first block grows by doubling, so a small tenant holds no more
 //! than twice its rows; every later block is allocated whole.
 
-use super::CHUNK_ROWS;
+/// Rows per rayon task of a scan.
+pub(crate) const CHUNK_ROWS: usize = 2048;
 
 /// Rows per block: 24 MiB of 384-wide vectors. A multiple of the scan's
 /// [`CHUNK_ROWS`], so scan chunks never straddle two blocks.
