@@ -242,59 +242,29 @@ impl KindWeights {
 /// `docs/MEASUREMENTS.md`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ScoringConfig {
-    /// Weight of the vector similarity in relevance. Default 0.55.
+    /// Weight of the vector similarity in relevance. Default 0.55, as in the
+    /// spec. Measured: `docs/MEASUREMENTS.md`, section
+    /// `ScoringConfig::vector_weight` / `lexical_weight`.
     pub vector_weight: f32,
     /// Weight of the normalized BM25 score in relevance. Default 0.45.
     pub lexical_weight: f32,
     /// BM25 normalization. Default [`Bm25Normalization::Attainable`] (the spec
-    /// says saturation with k = 10). Measured with `recall-bench` together
-    /// with `min_relevance` 0.15 against the spec's pair (saturation, 0.30):
-    /// LoCoMo recall_any@10 / ndcg@10 .638 / .415 against .631 / .390, and on
-    /// 240 generated LongMemEval-style probes .870 / .747 against .395 / .307,
-    /// abstention accuracy .863 against .512.
+    /// says saturation with k = 10): it ranks better on LoCoMo and far better
+    /// on paraphrased probes, abstention included. Measured:
+    /// `docs/MEASUREMENTS.md`, section `ScoringConfig::bm25`.
     pub bm25: Bm25Normalization,
     /// How much of the lexical half a candidate keeps by its cosine to the
     /// query ([`LexicalSupport`]); `None`: all of it, as the spec says.
     ///
     /// Default `Some(LexicalSupport::default())`: nothing at cosine 0.2,
-    /// all of it from 0.4, all of it whatever the cosine at `b` ≥ 0.6.
+    /// all of it from 0.4, all of it whatever the cosine at `b` ≥ 0.6. For a
+    /// memory that only asks the ramp is [`LexicalSupport::question_offset`]
+    /// higher. Not in the spec: on paraphrased questions the lexical half
+    /// mostly found words shared by chance, and the hybrid ranked below the
+    /// embedding alone.
     ///
-    /// Why: on paraphrased questions the lexical half mostly found words
-    /// shared by chance, and the hybrid ranked below the embedding alone.
-    /// `recall-bench sweep --lexical-support` (vector weight 0.55), generated
-    /// probes seeds 7 / 11 / 13 / 17 and LoCoMo, recall_any@10 / nDCG@10:
-    ///
-    /// | support | probes 7 | 11 | 13 | 17 | LoCoMo |
-    /// |---|---|---|---|---|---|
-    /// | off (the spec) | .945 / .867 | .970 / .874 | .960 / .875 | .960 / .865 | .805 / .578 |
-    /// | 0.1 → 0.3 | .955 / .887 | .975 / .891 | .970 / .891 | .960 / .880 | .805 / .578 |
-    /// | **0.2 → 0.4** | .955 / .892 | .975 / .902 | .970 / .896 | .965 / .887 | .805 / .578 |
-    /// | 0.3 → 0.5 | .955 / .890 | .975 / .904 | .970 / .896 | .965 / .892 | .801 / .576 |
-    /// | 0.4 → 0.6 | .955 / .889 | .975 / .906 | .970 / .896 | .965 / .894 | .794 / .568 |
-    ///
-    /// (the vector alone: .975 / .899, .985 / .918, .980 / .900, .985 /
-    /// .908; LoCoMo .642 / .424, BM25 alone .754 / .474). Abstention and
-    /// newest-first do not move. LoCoMo's evidence sits at cosine 0.48 or
-    /// more for nine questions in ten, so below 0.4 it keeps its lexical
-    /// half; higher ramps start to cost it. With support on, vector weights
-    /// 0.45 and 0.65 lose on LoCoMo (.799 / .574, .800 / .571), so the
-    /// spec's 0.55 stays.
-    ///
-    /// For a memory that only asks the ramp is
-    /// [`LexicalSupport::question_offset`] higher. `sweep --full
-    /// --lexical-support 0.2:0.4:OFFSET` with the gate at its defaults, on
-    /// eight probe sets (seeds 7, 11, 13, 17 of 240 probes, 19, 23, 29, 31
-    /// of 120), nDCG@10 (recall_any@10, abstention and newest-first do not
-    /// move at any offset; LoCoMo stays .805 / .578):
-    ///
-    /// | offset | 7 | 11 | 13 | 17 | 19 | 23 | 29 | 31 | mean |
-    /// |---|---|---|---|---|---|---|---|---|---|
-    /// | 0 | .898 | .906 | .897 | .902 | .900 | .874 | .905 | .914 | .900 |
-    /// | 0.1 | .901 | .913 | .903 | .911 | .913 | .887 | .914 | .926 | .909 |
-    /// | 0.15 | .901 | .915 | .905 | .915 | .913 | .887 | .919 | .926 | .910 |
-    /// | **0.2** | .901 | .915 | .905 | .915 | .913 | .887 | .919 | .927 | .910 |
-    /// | 0.3 | .901 | .915 | .905 | .915 | .913 | .887 | .919 | .931 | .911 |
-    /// | the vector alone | .899 | .918 | .900 | .908 | .907 | .883 | .906 | .918 | .905 |
+    /// Measured: `docs/MEASUREMENTS.md`, sections `ScoringConfig::lexical_support` and
+    /// `LexicalSupport::question_offset`.
     pub lexical_support: Option<LexicalSupport>,
     /// Candidates taken from each of the vector and BM25 stages. Default 100.
     pub candidate_pool: usize,
@@ -311,40 +281,20 @@ pub struct ScoringConfig {
     /// The abstention gate's meaning half: a query is answered only when
     /// some candidate has at least this cosine to it, or matches its words
     /// ([`ScoringConfig::min_evidence_lexical`]); otherwise the result is
-    /// empty and says it abstained. Default 0.18 (see below). The two halves are judged
-    /// apart because with all-MiniLM-L6-v2 the top cosine alone tells an
-    /// answerable question from an unanswerable one better than the hybrid
-    /// relevance does (AUC .909 / .927 against .855 / .895 on two sets of
-    /// 240 generated probes), while a near-exact lexical match (an error
-    /// code, a name) must answer whatever its cosine. Measured against the
-    /// previous gate (best relevance ≥ 0.15) on the seed-7 / seed-11 probe
-    /// sets: abstention accuracy .863 / .900 → .871 / .904, recall_any@10
-    /// .905 / .935 → .920 / .940, nDCG@10 .788 / .806 → .797 / .811, and
-    /// LoCoMo unchanged (.775 / .529: it has no unanswerable questions and
-    /// the gate abstains on none of them). On two fresh sets of 120 probes
-    /// (seeds 13 / 17, not used to pick the thresholds): accuracy .867 /
-    /// .900 → .875 / .892, recall_any@10 .920 / .910 → .930 / .910, nDCG@10
-    /// .829 / .775 → .828 / .784. No threshold on these signals
-    /// reaches .90 on seed 7 without abstaining on answerable questions:
-    /// the best single cut on the top cosine gets .892 there.
+    /// empty and says it abstained. Default 0.18 (0.25 before a memory that
+    /// only asks had to reach more, [`ScoringConfig::question_evidence`]).
+    /// Not in the spec, which drops candidates below `min_relevance` instead:
+    /// with all-MiniLM-L6-v2 the top cosine alone tells an answerable question
+    /// from an unanswerable one better than the hybrid relevance does.
     ///
-    /// Since memories are also scored by their closest sentence
-    /// ([`crate::sentences`]), cosines run higher and the default is 0.25
-    /// (was 0.22). Measured with sentence vectors, 0.22 → 0.25: abstention
-    /// accuracy .892 → .908 (seed 7), .912 → .933 (11), and on the
-    /// held-out 120-probe sets .892 → .892 (13), .908 → .925 (17);
-    /// recall_any@10 .950 → .945, .970 → .970, .960 → .950, .950 → .950;
-    /// LoCoMo unchanged (.805 / .578, no question abstains at 0.22, 0.25 or 0.3).
-    ///
-    /// Since a memory that only asks must reach more
-    /// ([`ScoringConfig::question_evidence`]), the default is 0.18 (was
-    /// 0.25): see there.
+    /// Measured: `docs/MEASUREMENTS.md`, section `ScoringConfig::min_evidence_cosine`.
     pub min_evidence_cosine: f32,
     /// The abstention gate's lexical half: a candidate whose normalized
-    /// BM25 `b` reaches this answers the query whatever its cosine.
-    /// Default 0.4 (with [`Bm25Normalization::Attainable`], 40 % of the
-    /// query's information; 0.35–0.6 measured the same). 0 here turns the
-    /// gate off.
+    /// BM25 `b` reaches this answers the query whatever its cosine (an error
+    /// code, a name). Default 0.4 (with [`Bm25Normalization::Attainable`], 40 %
+    /// of the query's information); not in the spec, like the gate. 0 here
+    /// turns the gate off. Measured: `docs/MEASUREMENTS.md`, section
+    /// `ScoringConfig::min_evidence_lexical`.
     pub min_evidence_lexical: f32,
     /// What the gate asks instead of [`ScoringConfig::min_evidence_cosine`]
     /// and [`ScoringConfig::min_evidence_lexical`] of a memory that only
@@ -353,142 +303,45 @@ pub struct ScoringConfig {
     /// of any memory.
     ///
     /// Default `Some(QuestionEvidence::default())`: cosine 0.32 or `b` 0.6,
-    /// with the statements' cosine lowered from 0.25 to 0.18.
+    /// with the statements' cosine lowered from 0.25 to 0.18. Not in the spec:
+    /// a user's earlier requests answered questions they do not answer, and
+    /// asking more of them lets the gate ask less of statements. The
+    /// statements' 0.18 suits memories of a sentence or a few, as agents write
+    /// them; a store of long memories does better at 0.2.
     ///
-    /// Why: in conversation a user's requests to an assistant are most of
-    /// what is written, and the old gate let them answer questions they do
-    /// not answer: "What did I buy my husband for his birthday?" was
-    /// answered by "What are some cheap date ideas in Montreal?" (cosine
-    /// 0.30). Of the 160 unanswerable questions of four generated probe
-    /// sets (seeds 7 / 11 / 13 / 17), 67 were answered, most of them by
-    /// such a request, while on 9 answerable ones the gate shut. Asking more
-    /// of requests lets the gate ask less of statements, whose evidence a
-    /// paraphrase can leave under 0.25 ("I repotted my fiddle-leaf fig" for
-    /// "What houseplant do I have by the window?", 0.18).
-    ///
-    /// `recall-bench sweep --full --min-evidence-cosine 0.18,0.2,0.22,0.25
-    /// --question-evidence 0.28:0.6,0.32:0.6,0.35:0.6,off` on eight
-    /// generated probe sets (seeds 7, 11, 13, 17: 240 probes each; 19, 23,
-    /// 29, 31: 120 each), means over the eight, recall_any@10 / nDCG@10 /
-    /// abstention accuracy:
-    ///
-    /// | statements' cosine | questions: off (alike) | 0.28 : 0.6 | 0.32 : 0.6 | 0.35 : 0.6 |
-    /// |---|---|---|---|---|
-    /// | 0.25 | .959 / .884 / .918 (the old gate) | .956 / .882 / .931 | .949 / .880 / .937 | .945 / .878 / .934 |
-    /// | 0.22 | .963 / .885 / .896 | .960 / .883 / .931 | .956 / .882 / .939 | .951 / .880 / .936 |
-    /// | 0.2 | .971 / .890 / .883 | .967 / .888 / .934 | .964 / .887 / .943 | .962 / .886 / .943 |
-    /// | **0.18** | .973 / .890 / .867 | .970 / .889 / .926 | **.970 / .889 / .932** | .969 / .888 / .932 |
-    ///
-    /// Per seed, the old gate → the default (the vector alone):
-    ///
-    /// | seed | 0.25, alike | **0.18, questions 0.32 : 0.6** | dense |
-    /// |---|---|---|---|
-    /// | 7 | .955 / .892 / .908 | .955 / .891 / .921 | .975 / .899 |
-    /// | 11 | .975 / .902 / .933 | .970 / .895 / .938 | .985 / .918 |
-    /// | 13 | .970 / .896 / .933 | .975 / .893 / .921 | .980 / .900 |
-    /// | 17 | .965 / .887 / .908 | .980 / .894 / .912 | .985 / .908 |
-    /// | 19 | .940 / .863 / .900 | .970 / .886 / .925 | .970 / .907 |
-    /// | 23 | .960 / .872 / .933 | .960 / .869 / .950 | .960 / .883 |
-    /// | 29 | .940 / .871 / .900 | .960 / .881 / .942 | .960 / .906 |
-    /// | 31 | .970 / .890 / .925 | .990 / .901 / .950 | .990 / .918 |
-    ///
-    /// The two question cut-offs 0.28–0.35 and the statements' 0.18–0.2
-    /// came from replaying the gate over seeds 7–17's candidates; 0.18 over
-    /// 0.2 was picked on all eight: it keeps more answerable questions
-    /// (recall_any@10 ties the vector alone on four sets) for an abstention
-    /// accuracy .011 lower (0.2 is higher than the old gate on every set,
-    /// 0.18 on seven of eight). Knowledge-update newest-first does not move
-    /// (1.000; .950 on seed 31 both ways); LoCoMo stays at .805 / .578 (no
-    /// question abstains at any point); the agent-memory corpus
-    /// (`recall-bench corpus`, memories written as statements) at .880 /
-    /// .716, abstention .921.
-    ///
-    /// Judging each sentence (a turn that states one thing and asks
-    /// another counts only by the part that states, unless its question
-    /// reaches 0.32) rather than whole memories leaves the turn-level
-    /// probes as they were but for abstention on seeds 17 (.912 → .917)
-    /// and 29 (.942 → .950), and matters where memories are long: with one
-    /// memory per session (`longmemeval --granularity session`, seeds 7 /
-    /// 11 / 13 / 17) abstention went .879 / .883 / .867 / .863 → .904 /
-    /// .921 / .912 / .892, recall_any@10 .990 / .995 / .995 / .995 → .985
-    /// / .990 / .995 / .995. (The old gate there: .908 / .929 / .925 /
-    /// .908, recall .985 / .990 / .980 / .980.) The statements' 0.18 is set
-    /// for memories of a sentence or a few, as agents write them; a long
-    /// memory's best sentence runs higher by chance. A store of long
-    /// memories does better at 0.2: one memory per session, means of the
-    /// four sets, recall_any@10 / nDCG@10 / abstention at 0.18 / 0.2 / 0.22
-    /// / 0.25: .991 / .925 / .907, .989 / .925 / .921, .980 / .919 / .925,
-    /// .975 / .917 / .932 (`sweep --granularity session`).
+    /// Measured: `docs/MEASUREMENTS.md`, section `ScoringConfig::question_evidence`.
     pub question_evidence: Option<QuestionEvidence>,
     /// The score's factor for a memory that only asks
     /// ([`crate::asks_only`]), shown as [`Breakdown::asking`](crate::Breakdown::asking);
     /// 1 ranks it like any other memory. Default 0.6.
     ///
-    /// A request the user made earlier is not an answer to what they ask
-    /// now. Asked "What should we stream this evening?", the memory that
-    /// answers is "I love slow-burn psychological thrillers, but jump-scare
-    /// horror is not for me"; "Can you recommend podcasts about rain?" and
-    /// "What should I pack for three days in Chicago?" only resemble the
-    /// question, at cosines (0.27–0.36) above the preference's. In
-    /// conversation most user turns are such requests, and they filled the
-    /// top ten of most preference questions the vector alone missed. A turn
-    /// that states something as well as asking is not affected.
+    /// Not in the spec: a request the user made earlier is not an answer to
+    /// what they ask now, yet in conversation such requests filled the top ten
+    /// of most preference questions the vector alone missed. A turn that
+    /// states something as well as asking is not affected. Lower weights gain
+    /// little more and would cost a request that carries the fact asked about.
     ///
-    /// `sweep --full --question-weight W` with every other setting at its
-    /// default, on ten generated probe sets (seeds 7, 11, 13, 17, 37, 41 of
-    /// 240 probes, 19, 23, 29, 31 of 120), means of recall_any@10 /
-    /// nDCG@10 (abstention accuracy .932 and knowledge-update newest-first
-    /// ≥ .950 at every weight: the factor is not part of the gate), and
-    /// LoCoMo (1,535 questions):
-    ///
-    /// | weight | probes | LoCoMo |
-    /// |---|---|---|
-    /// | 1 (none) | .970 / .908 | .805 / .578 |
-    /// | 0.9 | .977 / .922 | .805 / .580 |
-    /// | 0.8 | .979 / .936 | .805 / .580 |
-    /// | 0.7 | .983 / .950 | .805 / .580 |
-    /// | **0.6** | .986 / .959 | .805 / .580 |
-    /// | 0.5 | .987 / .967 | .805 / .580 |
-    /// | 0.4 | .988 / .969 | .805 / .580 |
-    /// | 0.3 | .988 / .970 | .804 / .579 |
-    /// | the vector alone | .975 / .902 | .642 / .424 |
-    ///
-    /// At 0.6 recall_any@10 is at or above the vector alone's on nine of
-    /// the ten sets (seed 11: .980 against .985) and nDCG@10 above it on
-    /// all ten. LoCoMo barely moves: 117 of its 5,882 turns only ask, and 6
-    /// of its 2,346 evidence turns. Lower weights gain the probes little
-    /// more; a request that carries the fact asked about ("Any tips for the
-    /// fiddle-leaf fig by my window?") would pay more for them, and the
-    /// generated probes plant none.
+    /// Measured: `docs/MEASUREMENTS.md`, section `ScoringConfig::question_weight`.
     pub question_weight: f32,
     /// A further gate on the best candidate's hybrid relevance (§4.3's
     /// `min_relevance`, 0.30 in the spec). Default 0: the evidence gate
-    /// above decides. The spec's single relevance gate at 0.30 dropped the
-    /// evidence of half the answerable probes (a question's cosine to its
-    /// paraphrased evidence is mostly 0.3–0.6 with this model), and at
-    /// 0.15 it abstained more often on answerable questions and less often
-    /// on unanswerable ones than the evidence gate.
+    /// above decides. The spec's gate dropped the evidence of half the
+    /// answerable probes, and at 0.15 it still abstained worse than the
+    /// evidence gate. Measured: `docs/MEASUREMENTS.md`, section `ScoringConfig::min_relevance`.
     pub min_relevance: f32,
     /// Once a query passes the gate, hits with relevance below this are
     /// still dropped (noise: no shared words and cosine under ~0.09).
     /// Default 0.05. The spec uses one threshold for both (every candidate
     /// below `min_relevance` dropped); that also dropped the evidence of
-    /// answerable questions whose best hit was something else. On two sets
-    /// of 240 generated probes (seeds 7 / 11, decay floor 0.9)
-    /// recall_any@10 / nDCG@10 went from .865 / .745 and .880 / .764 (one
-    /// threshold, 0.15) to .905 / .793 and .940 / .809, with abstention
-    /// accuracy unchanged (.863 / .900: the gate decides the same); 0
-    /// instead of 0.05 adds .005–.010. LoCoMo does not move (its questions
-    /// share words with their evidence).
+    /// answerable questions whose best hit was something else. Measured:
+    /// `docs/MEASUREMENTS.md`, section `ScoringConfig::min_hit_relevance`.
     pub min_hit_relevance: f32,
     /// Hits whose relevance is below this share of the best hit's are
-    /// dropped too. Default 0.3: when one memory clearly answers (relevance
-    /// 0.67 for "What does E4012 mean?" in the demo), unrelated ones at
-    /// 0.1 — which a kind weight of 3 could otherwise lift above a relevant
-    /// note — are not dealt with it; when every hit is weak, the weak
-    /// evidence stays. On the same probe sets recall_any@10 / nDCG@10 went
-    /// from .905 / .793 and .940 / .809 (share 0) to .905 / .788 and
-    /// .935 / .806; LoCoMo did not move (.700 / .478, each turn alone).
+    /// dropped too. Default 0.3; not in the spec. When one memory clearly
+    /// answers, unrelated ones — which a kind weight of 3 could otherwise lift
+    /// above a relevant note — are not dealt with it; when every hit is weak,
+    /// the weak evidence stays. Measured: `docs/MEASUREMENTS.md`, section
+    /// `ScoringConfig::min_hit_share`.
     pub min_hit_share: f32,
     /// Kind weights.
     pub kind_weights: KindWeights,
@@ -496,13 +349,8 @@ pub struct ScoringConfig {
     pub half_life_days: f64,
     /// Floor of the decay multiplier. Default 0.9 (the spec says 0.6), so
     /// age breaks ties between equally relevant memories without burying
-    /// an old memory that answers the question. Measured with `recall-bench
-    /// sweep` (half-life 45 d): LoCoMo recall_any@10 / nDCG@10 .637 / .415
-    /// at 0.6, .700 / .478 at 0.9, .711 / .483 without decay (BM25 alone
-    /// .681 / .474), because its questions ask about any session of months
-    /// of conversation; on 240 generated probes (seeds 7 and 11) recall and
-    /// nDCG moved by at most .01 either way and knowledge-update
-    /// newest-first went from .425 / .350 to .375 / .350.
+    /// an old memory that answers the question. Measured: `docs/MEASUREMENTS.md`,
+    /// section `ScoringConfig::decay_floor`.
     pub decay_floor: f32,
     /// Slope of the usage boost: a cited memory weighs
     /// `1 + usage_slope · ln(1 + citations)` (§5). Default 0.4.
@@ -529,27 +377,19 @@ pub struct ScoringConfig {
     /// not both of [`ScoringConfig::update_kinds`] must also stand apart
     /// ([`ScoringConfig::update_isolation`]). `None` turns it off.
     ///
-    /// Default 0.25. `recall-bench sweep` on four generated probe sets
-    /// (seeds 7, 11, 13, 17; 40 knowledge-update questions each, turns
-    /// written as episodes), knowledge-update newest-first / nDCG@10:
-    /// off .325 / .275 / .25 / .275 at .867 / .874 / .868 / .865; 0.2 1.0 on
-    /// all four at .863 / .864 / .871 / .864; **0.25 1.0 on all four at .867
-    /// / .874 / .875 / .865**; 0.3 .925 / .85 / .875 / .975; 0.4 .775 /
-    /// .675 / .65 / .75. The restated value of two of the five update
-    /// templates ("joined Stripe this week" after "working at Boeing")
-    /// sits at .25–.3 to the old one. LoCoMo (1,535 questions) is .805 /
-    /// .578 at every point. Before the closest-to-the-query comparison,
-    /// the evidence and the isolation rules this was 0.3 on whole vectors,
-    /// for facts only.
+    /// Default 0.25: a restated value can be worded far from the old one
+    /// ("joined Stripe this week" after "working at Boeing"). Measured:
+    /// `docs/MEASUREMENTS.md`, section `ScoringConfig::update_similarity` (and
+    /// `Newer versions first` above it).
     pub update_similarity: Option<f32>,
     /// The kinds whose memories state something a later memory can replace:
     /// two of them are versions whenever they are similar enough, so a
     /// chain of three rents ends newest first. Default fact, preference and
     /// convention. A pair with a memory of any other kind (episodes, notes
     /// and outcomes record what happened) is a version pair only when it
-    /// stands apart ([`ScoringConfig::update_isolation`]): with every
-    /// LoCoMo turn lifted as if it stated something (`recall-bench locomo
-    /// --kind fact`), nDCG@10 falls from .578 to .346.
+    /// stands apart ([`ScoringConfig::update_isolation`]): lifting every
+    /// LoCoMo turn as if it stated something cost much of its nDCG@10.
+    /// Measured: `docs/MEASUREMENTS.md`, section `ScoringConfig::update_kinds`.
     pub update_kinds: Vec<Kind>,
     /// A pair with a memory outside [`ScoringConfig::update_kinds`] is lifted
     /// only when no other hit among the top k has this cosine or more
@@ -558,12 +398,9 @@ pub struct ScoringConfig {
     /// a thread of similar turns, which are different events, not versions.
     /// `None`: such pairs are never lifted.
     ///
-    /// Default 0.5. `recall-bench sweep` (update similarity 0.25), probe
-    /// knowledge-update newest-first on seeds 7 / 11 / 13 / 17 and LoCoMo
-    /// nDCG@10: 0.4 .875 / .85 / .85 / .825, LoCoMo .578; 0.45 1.0 / .975 /
-    /// .925 / .95, .578; **0.5 1.0 on all four, .578**; 0.55 1.0, .576; 0.6
-    /// 1.0, .569; off .325 / .275 / .25 / .275, .578. LoCoMo recall_any@10
-    /// is .805 at every point; probe nDCG@10 moves by at most .007.
+    /// Default 0.5: lower leaves real updates unlifted; higher lets similar
+    /// turns of one thread pass for versions, which costs LoCoMo. Measured:
+    /// `docs/MEASUREMENTS.md`, section `ScoringConfig::update_isolation`.
     pub update_isolation: Option<f32>,
     /// A pair of [`ScoringConfig::update_kinds`] memories is lifted only
     /// when the newer one answers the query about as well as the older hit:
@@ -571,31 +408,16 @@ pub struct ScoringConfig {
     /// share of the older's. `None`: any relevance (the pair's similarity
     /// decides alone).
     ///
-    /// Why: memories that state something cluster. Agents write many
-    /// facts about one service or person from a few patterns ("Billing
-    /// retries a failed refund call 8 times", "… a failed session call 4
-    /// times", "AuthService retries a failed refund call …"), so a later
-    /// memory about a neighbouring fact is nearly always similar to the
-    /// hit that answers; without this test the lift ordered such clusters
-    /// by recency. An update says the same thing as what it replaces, with
-    /// another value, so it answers the query about as well. A pair that
-    /// stands apart ([`ScoringConfig::update_isolation`]) is lifted without
-    /// this test, as an episode pair would be.
+    /// Why: memories that state something cluster (agents write many facts
+    /// about one service or person from a few patterns), so a later memory
+    /// about a neighbouring fact is nearly always similar to the hit that
+    /// answers; without this test the lift ordered such clusters by recency.
+    /// An update says the same thing as what it replaces, with another value,
+    /// so it answers the query about as well. A pair that stands apart
+    /// ([`ScoringConfig::update_isolation`]) is lifted without this test.
     ///
-    /// Default 0.9. `recall-bench corpus --ablations --tasks 0
-    /// --relearned-per-drift 0` (3,000 facts, 300 questions, seeds 42 / 43
-    /// / 44), nDCG@10 and knowledge-update newest-first: no lift .635 / .682 / .665 at .35 / .30 / .32; `None`
-    /// (similarity alone, the rule before) .526 / .524 / .541 at .63 / .56
-    /// / .59; 0.8 .600 / .627 / .624; 0.85 .636 / .665 / .661 at .63 / .50
-    /// / .56; **0.9 .654 / .685 / .675 at .57 / .46 / .50**; 0.95 .660 /
-    /// .697 / .679 at .56 / .43 / .44. (All with the default kind weights
-    /// and drift demotion, which cost these fact-seeking questions most of
-    /// their rank: without both, 0.9 gives .938 / .930 / .939.)
-    /// Episodes are untouched: the generated probes and LoCoMo do not move
-    /// (0 numbers differ). With every turn written as a fact (`--kind
-    /// fact`) LoCoMo nDCG@10 goes from .346 to .561 (.578 as episodes), and
-    /// the probes keep newest-first 1.0 on four seeds (their update pairs
-    /// stand apart) at nDCG@10 .859 / .873 / .875 / .865.
+    /// Default 0.9. Measured: `docs/MEASUREMENTS.md`, section
+    /// `ScoringConfig::update_relevance_share`.
     pub update_relevance_share: Option<f32>,
     /// Nearest-neighbour scan settings.
     #[serde(skip)]

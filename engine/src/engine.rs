@@ -48,12 +48,17 @@ pub struct Engine {
 /// crate reaches it through the accessors below, which are the one place
 /// the locks are taken.
 ///
-/// Lock order: the store mutex ([`Engine::lock_store`]) before the state
-/// lock ([`Engine::read_state`] / [`Engine::write_state`]), never the
-/// other way round, and no `.await` while a state guard is held (it is a
-/// blocking `std` lock). A writer holds the store mutex from the moment it
-/// reads the state to decide a write until the write is applied, so no
-/// other write can slip between its decision and its append.
+/// Lock order: the backfill mutex ([`Engine::lock_backfill`]), then the
+/// store mutex ([`Engine::lock_store`]), then the state lock
+/// ([`Engine::read_state`] / [`Engine::write_state`]), never the other way
+/// round, and no `.await` while a state guard is held (it is a blocking
+/// `std` lock). The write path, erasure, session ends and impressions hold
+/// the store mutex from the moment they read the state to decide until the
+/// records are applied, so no other write slips between. `confirm`,
+/// `forget`, `supersede` and `release` check the memory before they take
+/// the store mutex and do not check again under it (the events they append
+/// are idempotent in the state, except that two racing supersessions of
+/// one memory both land; the later one wins).
 struct Inner {
     config: Config,
     embedder: Option<Arc<dyn Embedder>>,
