@@ -3,3 +3,5 @@
 export CARGO_TARGET_DIR="${RECALL_TARGET_DIR:-$HOME/.cache/recall/target}"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 mkdir -p "$CARGO_TARGET_DIR"
+# The MCP end-to-end test's Python (scripts/setup.sh installs it).
+export RECALL_MCP_PYTHON="${RECALL_MCP_PYTHON:-${RECALL_MCP_VENV:-$HOME/.cache/recall/mcp-venv}/bin/python}"

@@ -61,3 +61,15 @@ for entry in "${files[@]}"; do
   fi
 done
 echo "setup: models/ is complete" >&2
+
+# The MCP end-to-end test drives `recall mcp` with the official MCP Python SDK,
+# pinned, in a virtual environment beside the cargo target dir (the tests
+# find it there, or at $RECALL_MCP_PYTHON).
+mcp_venv="${RECALL_MCP_VENV:-$HOME/.cache/recall/mcp-venv}"
+if ! "$mcp_venv/bin/python" -c \
+    'import importlib.metadata as m, sys; sys.exit(m.version("mcp") != "2.3.0")' 2>/dev/null; then
+  echo "setup: installing the MCP Python SDK (mcp==2.3.0) into $mcp_venv" >&2
+  python3 -m venv "$mcp_venv"
+  "$mcp_venv/bin/python" -m pip install -q --disable-pip-version-check mcp==2.3.0 >&2
+fi
+echo "setup: MCP test client is ready" >&2

@@ -85,7 +85,7 @@ pub use engine::{Engine, Status};
 pub use erasure::{EraseScope, Erased};
 pub use error::{Error, Result};
 pub use import::{IMPORT_BATCH, parse_import_line};
-pub use lifecycle::{EndSession, SessionEnded};
+pub use lifecycle::{Cited, EndSession, SessionEnded};
 pub use links::parse_links;
 pub use memory::{Kind, Link, Memory, NewMemory, Remembered, Similar, Source, Trust};
 pub use model::{MODEL_DIR_VAR, default_model_dirs, find_model_dir};
@@ -100,6 +100,7 @@ pub use score::{
 };
 pub use screen::{DefaultScreen, Screen, ScreenMatch};
 pub use sentences::{MAX_SENTENCES, asks_only, sentences};
+pub use validate::scope_name as validate_scope_name;
 
 pub use recall_indexer::{
     AuditEntry, AuditOp, Durability, Embedder, FastEmbedder, HashEmbedder, IndexerError, ScanConfig,

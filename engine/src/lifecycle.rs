@@ -12,7 +12,7 @@ use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::memory::{Kind, Memory, NewMemory, Remembered};
-use crate::state::to_ms;
+use crate::state::{State, to_ms};
 use crate::validate;
 
 /// Ends a session: citations, an optional outcome, session-bank expiry. Built
@@ -52,6 +52,47 @@ pub struct SessionEnded {
     pub not_dealt: Vec<Uuid>,
     /// The outcome memory, when an outcome text was given.
     pub outcome: Option<Remembered>,
+}
+
+/// What [`Engine::mark_used`] did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Cited {
+    /// Memories that now hold this session's citation (dealt in it, said to be used).
+    pub cited: Vec<Uuid>,
+    /// Memories named as used that the session was never dealt: unchanged.
+    pub not_dealt: Vec<Uuid>,
+}
+
+/// The citation events `used` earns in `session` (§5): one per memory that
+/// was dealt in the session and not yet cited by it, so citing twice, or
+/// citing and then ending the session with the same ids, counts once.
+fn citations(
+    state: &State,
+    tenant: &str,
+    session: &str,
+    used: &[Uuid],
+    now: i64,
+) -> (Vec<Record>, Cited) {
+    let (mut records, mut out) = (Vec::new(), Cited::default());
+    let Some(t) = state.tenant(tenant) else {
+        return (records, out);
+    };
+    let mut seen = HashSet::new();
+    for id in used.iter().filter(|id| seen.insert(**id)) {
+        let Some(m) = t.get(id) else { continue };
+        if !m.sessions_dealt.contains(session) {
+            out.not_dealt.push(*id);
+            continue;
+        }
+        out.cited.push(*id);
+        if !m.sessions_cited.contains(session) {
+            let event = Event::Citation {
+                session: session.to_string(),
+            };
+            records.push(event.record(tenant, Some(*id), now));
+        }
+    }
+    (records, out)
 }
 
 impl EndSession {
@@ -104,32 +145,16 @@ impl EndSession {
         };
         let now = to_ms(self.engine.config().clock.now());
         let mut store = self.engine.lock_store().await;
-        let (mut records, mut cited, mut not_dealt) = (Vec::new(), Vec::new(), Vec::new());
-        {
+        let (mut records, used) = {
             let state = self.engine.read_state()?;
-            if let Some(t) = state.tenant(&self.tenant) {
-                let mut seen = HashSet::new();
-                for id in self.used.iter().filter(|id| seen.insert(**id)) {
-                    let Some(m) = t.get(id) else { continue };
-                    if !m.sessions_dealt.contains(&self.session) {
-                        not_dealt.push(*id);
-                        continue;
-                    }
-                    cited.push(*id);
-                    if !m.sessions_cited.contains(&self.session) {
-                        let event = Event::Citation {
-                            session: self.session.clone(),
-                        };
-                        records.push(event.record(&self.tenant, Some(*id), now));
-                    }
-                }
-            }
-        }
+            citations(&state, &self.tenant, &self.session, &self.used, now)
+        };
         let ended = Event::SessionEnd {
             session: self.session.clone(),
         };
         records.push(ended.record(&self.tenant, None, now));
         self.engine.persist(&mut store, records).await?;
+        let Cited { cited, not_dealt } = used;
         Ok(SessionEnded {
             cited,
             not_dealt,
@@ -150,6 +175,50 @@ impl Engine {
             elements: Vec::new(),
             bank: "org".to_string(),
         }
+    }
+
+    /// Records now that `session` relied on `used` (§5 citations), without
+    /// ending the session: what an agent calls as soon as it has used a
+    /// recalled memory, so the citation is durable even if the session is
+    /// never ended. Only memories dealt in the session are cited, once per
+    /// session however often they are named (ending the session later with
+    /// the same ids adds nothing). An id unknown to the tenant is an error
+    /// and nothing is recorded.
+    ///
+    /// ```
+    /// # use recall::{Config, Engine, Kind, ModelSource, NewMemory};
+    /// # tokio::runtime::Runtime::new()?.block_on(async {
+    /// # let dir = tempfile::tempdir()?;
+    /// # let engine = Engine::open(Config::new(dir.path()).model(ModelSource::None)).await?;
+    /// let id = engine.remember(NewMemory::new("acme", "org", Kind::Fact, "Deploys freeze on Fridays")).await?.id();
+    /// engine.recall("acme", "deploys fridays").read(["org"]).session("s1").execute().await?;
+    /// let cited = engine.mark_used("acme", "s1", &[id]).await?;
+    /// assert_eq!(cited.cited, vec![id]);
+    /// engine.mark_used("acme", "s1", &[id]).await?;
+    /// engine.end_session("acme", "s1").used([id]).execute().await?;
+    /// assert_eq!(engine.get("acme", id).await?.citations, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub async fn mark_used(&self, tenant: &str, session: &str, used: &[Uuid]) -> Result<Cited> {
+        validate::scope_name("tenant", tenant)?;
+        validate::scope_name("session", session)?;
+        {
+            let state = self.read_state()?;
+            let t = state.tenant(tenant);
+            if let Some(id) = used.iter().find(|id| t.and_then(|t| t.get(id)).is_none()) {
+                return Err(Error::not_found(tenant, id));
+            }
+        }
+        let now = to_ms(self.config().clock.now());
+        let mut store = self.lock_store().await;
+        let (records, cited) = {
+            let state = self.read_state()?;
+            citations(&state, tenant, session, used, now)
+        };
+        self.persist(&mut store, records).await?;
+        Ok(cited)
     }
 
     /// The code behind `element` changed at `at` (default now): every memory

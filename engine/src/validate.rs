@@ -2,9 +2,16 @@
 
 use crate::error::{Error, Result};
 
-/// Tenant and bank names: `[A-Za-z0-9._:@/-]{1,128}`, no `..` segment, no
-/// leading `/` (nothing path-like may reach the storage layer).
-pub(crate) fn scope_name(field: &'static str, value: &str) -> Result<()> {
+/// Checks a tenant, bank or session name: `[A-Za-z0-9._:@/-]{1,128}`, no
+/// `..` segment, no leading `/` (nothing path-like may reach the storage
+/// layer). Every call of the engine checks its names this way; a front end
+/// (the MCP server) checks its configuration with it before serving.
+///
+/// ```
+/// assert!(recall::validate_scope_name("tenant", "acme").is_ok());
+/// assert!(recall::validate_scope_name("tenant", "../etc").is_err());
+/// ```
+pub fn scope_name(field: &'static str, value: &str) -> Result<()> {
     if value.is_empty() || value.len() > 128 {
         return Err(Error::invalid(field, "must be 1 to 128 characters"));
     }

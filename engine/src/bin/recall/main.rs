@@ -2,6 +2,7 @@
 //! non-zero exit; `--json` prints machine-readable output everywhere.
 
 mod demo;
+mod mcp;
 
 use std::io::BufRead;
 use std::path::PathBuf;
@@ -27,7 +28,12 @@ static ALLOCATOR: recall::allocator::MiMalloc = recall::allocator::MiMalloc;
 )]
 struct Cli {
     /// Data directory.
-    #[arg(long, global = true, default_value = "./recall-data")]
+    #[arg(
+        long,
+        global = true,
+        env = "RECALL_DATA",
+        default_value = "./recall-data"
+    )]
     data: PathBuf,
     /// Print JSON instead of text.
     #[arg(long, global = true)]
@@ -216,6 +222,8 @@ enum Command {
     Backfill,
     /// Counts and the embedder in use.
     Status,
+    /// Serve the memory to an MCP client over stdio (Claude Code, Cursor, Codex, ...).
+    Mcp(mcp::McpArgs),
     /// Run the demo on a fresh data directory.
     Demo {
         /// Keep the demo's data in this directory instead of a temporary one.
@@ -289,6 +297,7 @@ pub(crate) fn print_recall(result: &RecallResult) {
 async fn run(cli: Cli) -> anyhow::Result<()> {
     let command = match cli.command {
         Command::Demo { keep } => return demo::run(keep, cli.json).await,
+        Command::Mcp(args) => return mcp::run(cli.data, args).await,
         other => other,
     };
     let engine = Engine::open(Config::new(&cli.data))
@@ -578,7 +587,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 );
             }
         }
-        Command::Demo { .. } => {}
+        // Served above, before a store is opened.
+        Command::Demo { .. } | Command::Mcp(_) => {}
     }
     engine.flush().await?;
     Ok(())

@@ -1,0 +1,67 @@
+//! `recall mcp` end to end, driven by a real MCP client: the official Python
+//! SDK (`mcp==2.3.0`, installed by `scripts/setup.sh` into its own virtual
+//! environment) runs `tests/mcp/e2e.py` against the built binary. What it
+//! covers is listed at the top of each scenario there; each prints `ok ...`.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// The Python with the MCP SDK: `$RECALL_MCP_PYTHON`, or the setup script's
+/// virtual environment.
+fn python() -> PathBuf {
+    if let Some(p) = std::env::var_os("RECALL_MCP_PYTHON") {
+        return PathBuf::from(p);
+    }
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    home.join(".cache/recall/mcp-venv/bin/python")
+}
+
+#[test]
+fn python_sdk_client_end_to_end() {
+    let python = python();
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/setup.sh (it installs mcp==2.3.0 there)",
+        python.display()
+    );
+    let work = tempfile::tempdir().unwrap();
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/e2e.py");
+    let out = Command::new(&python)
+        .arg(&script)
+        .arg("--bin")
+        .arg(env!("CARGO_BIN_EXE_recall"))
+        .arg("--work")
+        .arg(work.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    println!("{stdout}");
+    assert!(
+        out.status.success(),
+        "e2e.py failed ({}):\n{stdout}\n{stderr}",
+        out.status
+    );
+    for scenario in [
+        "ok list_tools",
+        "ok remember_and_dedup",
+        "ok recall_mark_used_end_session",
+        "ok quarantine_stays_out",
+        "ok bad_input_answered_server_keeps_serving",
+        "ok restart_finds_everything",
+        "ok other_tenant_sees_nothing",
+        "ok two_clients_see_each_other",
+        "ok killed_owner_loses_nothing_acknowledged",
+        "ok all_there_after_restart",
+        "ok owner_leaves_and_hands_over",
+        "ok malformed_json_rpc",
+        "ok path_like_tenant_refused",
+    ] {
+        assert!(
+            stdout.contains(scenario),
+            "{scenario} did not run:\n{stdout}"
+        );
+    }
+}
