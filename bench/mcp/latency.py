@@ -24,16 +24,29 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-WORDS = (
-    "cache deploy token header queue retry backoff schema index migration lock "
-    "timeout gateway batch export import billing invoice refund webhook cron "
-    "replica shard vacuum checkpoint ledger session cookie tenant quota limit "
-    "release branch review flag rollout canary metric alert pager budget trace"
-).split()
+def vocabulary(n=30_000, seed=3):
+    """Pseudo-words drawn Zipf-like (s = 1.1), as words are in real text: a
+    few very common, most rare, so BM25 postings have realistic lengths."""
+    rng = random.Random(seed)
+    syllables = ["ka", "lo", "mi", "ren", "tu", "sol", "vi", "dar", "en", "qui", "zo", "pa", "ber", "nix"]
+    words = sorted({"".join(rng.choice(syllables) for _ in range(rng.randint(2, 4))) for _ in range(n * 2)})[:n]
+    rng.shuffle(words)
+    weights = [1 / (r + 1) ** 1.1 for r in range(len(words))]
+    return words, weights
+
+
+WORDS, WEIGHTS = vocabulary()
+
+
+def text(rng, n):
+    return " ".join(rng.choices(WORDS, WEIGHTS, k=n))
+
+
 KINDS = ["pitfall", "convention", "note", "fact", "preference", "episode"]
 
 
@@ -45,7 +58,7 @@ def build_store(bin_path, data, size, dim=384, seed=7):
     path = os.path.join(tempfile.mkdtemp(), "import.jsonl")
     with open(path, "w") as f:
         for i in range(size):
-            words = " ".join(rng.choice(WORDS) for _ in range(12))
+            words = text(rng, 12)
             v = [rng.gauss(0, 1) for _ in range(dim)]
             n = math.sqrt(sum(x * x for x in v))
             f.write(json.dumps({
@@ -71,7 +84,7 @@ def server(bin_path, data):
 
 def queries(n, seed=11):
     rng = random.Random(seed)
-    return [" ".join(rng.choice(WORDS) for _ in range(5)) for _ in range(n)]
+    return [text(rng, 5) for _ in range(n)]
 
 
 def pct(xs, p):
@@ -95,7 +108,70 @@ async def one_client(bin_path, data, n, ready=None, go=None):
                 rt = (time.perf_counter() - t) * 1e3
                 assert not res.is_error, res
                 took = res.structured_content["took_ms"]
-                rows.append((rt, took["embed"], took["recall"]))
+                rows.append((rt, took["embed"], took["recall"], took["render"]))
+    return rows
+
+
+class Raw:
+    """A bare JSON-RPC client on the server's pipes: what the server itself
+    adds to a call, without a client library's own cost."""
+
+    def __init__(self, bin_path, data):
+        self.p = subprocess.Popen(
+            [bin_path, "--data", data, "mcp", "--tenant", "bench", "--read", "org"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            text=True, bufsize=1)
+        self.n = 0
+        self.rpc("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                "clientInfo": {"name": "bench", "version": "0"}})
+        self.p.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+
+    def rpc(self, method, params):
+        self.n += 1
+        self.p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": self.n, "method": method, "params": params}) + "\n")
+        self.p.stdin.flush()
+        while True:
+            msg = json.loads(self.p.stdout.readline())
+            if msg.get("id") == self.n:
+                return msg
+
+    def recall(self, q):
+        t = time.perf_counter()
+        msg = self.rpc("tools/call", {"name": "recall", "arguments": {"query": q, "k": 8}})
+        rt = (time.perf_counter() - t) * 1e3
+        took = msg["result"]["structuredContent"]["took_ms"]
+        return rt, took["embed"], took["recall"], took["render"]
+
+    def close(self):
+        self.p.stdin.close()
+        self.p.wait(timeout=60)
+
+
+def raw_clients(bin_path, data, clients, n):
+    """`clients` raw clients started one after another (the first owns the
+    store), then all calling at once."""
+    rows, lock, go = [], threading.Lock(), threading.Event()
+    conns = []
+    for _ in range(clients):
+        c = Raw(bin_path, data)
+        for q in queries(5, seed=99):
+            c.recall(q)
+        conns.append(c)
+
+    def work(i, c):
+        go.wait()
+        mine = [c.recall(q) for q in queries(n, seed=1000 + i)]
+        with lock:
+            rows.extend(mine)
+
+    threads = [threading.Thread(target=work, args=(i, c)) for i, c in enumerate(conns)]
+    for t in threads:
+        t.start()
+    go.set()
+    for t in threads:
+        t.join()
+    for c in reversed(conns):
+        c.close()
     return rows
 
 
@@ -104,7 +180,7 @@ async def start_to_first_answer(bin_path, data):
     async with stdio_client(server(bin_path, data)) as (r, w):
         async with ClientSession(r, w) as s:
             await s.initialize()
-            res = await s.call_tool("recall", {"query": "cache token header", "k": 8})
+            res = await s.call_tool("recall", {"query": queries(1)[0], "k": 8})
             assert not res.is_error, res
             return (time.perf_counter() - t) * 1e3
 
@@ -120,6 +196,7 @@ def summary(name, rows):
         "without_embedding_p50": pct(rest, 50), "without_embedding_p99": pct(rest, 99),
         "embedding_p50": pct(emb, 50), "embedding_p99": pct(emb, 99),
         "engine_recall_p50": pct(eng, 50),
+        "render_p50": pct([r[3] for r in rows], 50),
     }
 
 
@@ -137,24 +214,19 @@ async def main():
     starts = [await start_to_first_answer(a.bin, data) for _ in range(3)]
     t = time.perf_counter()
     subprocess.run([a.bin, "--data", data, "recall", "--tenant", "bench", "--read", "org",
-                    "cache token header"], check=True, stdout=subprocess.DEVNULL)
+                    queries(1)[0]], check=True, stdout=subprocess.DEVNULL)
     cli = (time.perf_counter() - t) * 1e3
 
-    single = await one_client(a.bin, data, a.calls)
-    ready = [asyncio.Event() for _ in range(4)]
-    go = asyncio.Event()
-    tasks = []
-    for i in range(4):
-        tasks.append(asyncio.create_task(one_client(a.bin, data, a.calls // 2, ready[i], go)))
-        await ready[i].wait()  # start one after another: the first owns the store
-    go.set()
-    four = [row for rows in await asyncio.gather(*tasks) for row in rows]
+    sdk = await one_client(a.bin, data, a.calls)
+    single = raw_clients(a.bin, data, 1, a.calls)
+    four = raw_clients(a.bin, data, 4, a.calls // 2)
 
     out = {
         "size": a.size,
         "start_to_first_answer_ms": starts,
         "cli_recall_ms": cli,
-        "runs": [summary("1 client", single), summary("4 clients", four)],
+        "runs": [summary("1 client, MCP Python SDK", sdk), summary("1 client, bare JSON-RPC", single),
+                 summary("4 clients at once, bare JSON-RPC", four)],
     }
     print(f"| store | start to first answer (3 runs) | one `recall recall` CLI call |")
     print(f"|---|---|---|")

@@ -87,6 +87,10 @@ pub fn normalized(mut v: Vec<f32>, dim: usize) -> Result<Vec<f32>> {
 /// The default embedder: fastembed over a local ONNX model.
 pub struct FastEmbedder {
     model: Mutex<TextEmbedding>,
+    /// The model's tokenizer without truncation or padding, made once: a
+    /// token budget needs full counts, and cloning the tokenizer (its 30k-word
+    /// vocabulary) per call cost more than the recall it rendered.
+    counter: tokenizers::Tokenizer,
     name: String,
 }
 
@@ -145,8 +149,14 @@ impl FastEmbedder {
             InitOptionsUserDefined::new().with_max_length(256),
         )
         .map_err(|e| IndexerError::Embedding(format!("cannot load the model: {e}")))?;
+        let mut counter = embedding.tokenizer.clone();
+        counter
+            .with_truncation(None)
+            .map_err(|e| IndexerError::Embedding(format!("cannot set up the tokenizer: {e}")))?;
+        counter.with_padding(None);
         Ok(FastEmbedder {
             model: Mutex::new(embedding),
+            counter,
             name: "all-MiniLM-L6-v2 (int8, fastembed)".to_string(),
         })
     }
@@ -172,13 +182,9 @@ impl Embedder for FastEmbedder {
     }
 
     fn count_tokens(&self, texts: &[&str]) -> Option<Vec<usize>> {
-        let mut tokenizer = self.model.lock().ok()?.tokenizer.clone();
-        // The embedding path truncates at 256 tokens; a budget needs the full count.
-        tokenizer.with_truncation(None).ok()?;
-        tokenizer.with_padding(None);
         texts
             .iter()
-            .map(|t| tokenizer.encode(*t, false).ok().map(|e| e.len()))
+            .map(|t| self.counter.encode(*t, false).ok().map(|e| e.len()))
             .collect()
     }
 }

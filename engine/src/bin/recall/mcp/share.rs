@@ -360,3 +360,66 @@ impl Remote {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use recall::{Kind, ModelSource, NewMemory, ReadPolicy};
+
+    async fn in_session_bank(engine: &Engine, session: &str) -> usize {
+        engine
+            .recall("acme", "staging database password rotation")
+            .policy(&ReadPolicy::banks(["org"]).session(session))
+            .execute()
+            .await
+            .map(|r| r.hits.len())
+            .unwrap_or(usize::MAX)
+    }
+
+    /// A forwarder that disappears mid-session (killed: its connection just
+    /// closes) still has its session ended by the owner: here, the session's
+    /// own bank leaves recall, as §7 says it does when a session ends.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_vanished_forwarder_has_its_session_ended() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = Engine::open(Config::new(dir.path()).model(ModelSource::None))
+            .await
+            .unwrap();
+        engine
+            .remember(NewMemory::new(
+                "acme",
+                "session:s1",
+                Kind::Note,
+                "The staging database password rotation happens at noon",
+            ))
+            .await
+            .unwrap();
+        let hub = Hub::start(engine.clone(), &socket_path(dir.path())).unwrap();
+        let policy = Policy {
+            tenant: "acme".into(),
+            read: vec!["org".into()],
+            write_bank: "org".into(),
+            agent: None,
+        };
+        let mut remote = Remote::connect(&socket_path(dir.path()), &policy)
+            .await
+            .unwrap()
+            .unwrap();
+        let mut args = Map::new();
+        args.insert(
+            "query".into(),
+            Value::String("staging database password rotation".into()),
+        );
+        let out = remote.call("s1", "recall", args).await.unwrap().unwrap();
+        assert_eq!(out.structured["hits"].as_array().map(Vec::len), Some(1));
+        assert_eq!(in_session_bank(&engine, "s1").await, 1);
+        drop(remote);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while in_session_bank(&engine, "s1").await != 0 {
+            assert!(Instant::now() < deadline, "the session was not ended");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        hub.hand_over().await;
+        assert!(!socket_path(dir.path()).exists());
+    }
+}

@@ -539,14 +539,18 @@ async fn recall(
     // Quarantined memories never come back through MCP: the builder leaves
     // them out unless asked, and this server never asks.
     let result = builder.execute().await?;
-    let took = json!({
-        "embed": embedded.as_secs_f64() * 1e3,
-        "recall": (started.elapsed() - embedded).as_secs_f64() * 1e3,
-    });
+    let recalled = started.elapsed();
+    let took = |started: Instant| {
+        json!({
+            "embed": embedded.as_secs_f64() * 1e3,
+            "recall": (recalled - embedded).as_secs_f64() * 1e3,
+            "render": (started.elapsed() - recalled).as_secs_f64() * 1e3,
+        })
+    };
     if result.abstained || result.hits.is_empty() {
         return Ok(Output {
             text: "Nothing relevant is known.".to_string(),
-            structured: json!({"abstained": true, "hits": [], "candidates": result.candidates, "took_ms": took}),
+            structured: json!({"abstained": true, "hits": [], "candidates": result.candidates, "took_ms": took(started)}),
         });
     }
     let briefing = engine.briefing(&result.hits, budget);
@@ -588,7 +592,7 @@ async fn recall(
             "briefing": briefing,
             "hits": hits,
             "candidates": result.candidates,
-            "took_ms": took,
+            "took_ms": took(started),
         }),
     })
 }
