@@ -277,16 +277,21 @@ pub async fn call(
     args: Map<String, Value>,
 ) -> Result<Output, ToolError> {
     let mut args = Args::new(tool, args)?;
+    let cx = &Call {
+        engine,
+        policy,
+        session,
+    };
     let out = match tool {
-        "recall" => recall(engine, policy, session, &mut args).await,
-        "remember" => remember(engine, policy, session, &mut args).await,
-        "mark_used" => mark_used(engine, policy, session, &mut args).await,
-        "confirm" | "forget" => confirm_or_forget(engine, policy, session, tool, &mut args).await,
-        "supersede" => supersede(engine, policy, session, &mut args).await,
-        "get" => get(engine, policy, session, &mut args).await,
-        "history" => history(engine, policy, session, &mut args).await,
-        "review" => review(engine, policy, session, &mut args).await,
-        "end_session" => end_session(engine, policy, session, &mut args).await,
+        "recall" => recall(cx, &mut args).await,
+        "remember" => remember(cx, &mut args).await,
+        "mark_used" => mark_used(cx, &mut args).await,
+        "confirm" | "forget" => confirm_or_forget(cx, tool, &mut args).await,
+        "supersede" => supersede(cx, &mut args).await,
+        "get" => get(cx, &mut args).await,
+        "history" => history(cx, &mut args).await,
+        "review" => review(cx, &mut args).await,
+        "end_session" => end_session(cx, &mut args).await,
         other => Err(ToolError::new(
             ToolErrorKind::UnknownTool,
             format!(
@@ -300,6 +305,14 @@ pub async fn call(
         )),
     }?;
     Ok(out)
+}
+
+/// What every tool runs against: the engine, the server's policy and the
+/// caller's session.
+struct Call<'a> {
+    engine: &'a Engine,
+    policy: &'a Policy,
+    session: &'a str,
 }
 
 /// A tool's arguments, taken one by one under their names and aliases; what
@@ -486,12 +499,7 @@ async fn visible(
     }
 }
 
-async fn recall(
-    engine: &Engine,
-    policy: &Policy,
-    session: &str,
-    args: &mut Args,
-) -> Result<Output, ToolError> {
+async fn recall(cx: &Call<'_>, args: &mut Args) -> Result<Output, ToolError> {
     let query = args.required_string(&["query", "q", "text", "question"])?;
     let k = args
         .count(&["k", "limit", "top_k"], 1, MAX_K)?
@@ -510,7 +518,7 @@ async fn recall(
     // costs are reported apart (`took_ms`): the embedding is the model's
     // time, the rest is the engine's.
     let started = Instant::now();
-    let vector = match engine.embedder() {
+    let vector = match cx.engine.embedder() {
         Some(embedder) => {
             let embedder = std::sync::Arc::clone(embedder);
             let text = query.clone();
@@ -523,9 +531,10 @@ async fn recall(
         None => None,
     };
     let embedded = started.elapsed();
-    let mut builder = engine
-        .recall(&policy.tenant, query)
-        .policy(&policy.reads(session))
+    let mut builder = cx
+        .engine
+        .recall(&cx.policy.tenant, query)
+        .policy(&cx.policy.reads(cx.session))
         .limit(k);
     if let Some(v) = vector {
         builder = builder.query_vector(v);
@@ -553,7 +562,7 @@ async fn recall(
             structured: json!({"abstained": true, "hits": [], "candidates": result.candidates, "took_ms": took(started)}),
         });
     }
-    let briefing = engine.briefing(&result.hits, budget);
+    let briefing = cx.engine.briefing(&result.hits, budget);
     // The structured hits share the budget with the briefing (about four
     // characters a token): hits past it are left out, best first kept.
     let mut room = budget.saturating_mul(4);
@@ -597,12 +606,7 @@ async fn recall(
     })
 }
 
-async fn remember(
-    engine: &Engine,
-    policy: &Policy,
-    session: &str,
-    args: &mut Args,
-) -> Result<Output, ToolError> {
+async fn remember(cx: &Call<'_>, args: &mut Args) -> Result<Output, ToolError> {
     let content = args.required_string(&["content", "text", "memory"])?;
     let kind: Kind = args
         .string(&["kind", "type"])?
@@ -616,16 +620,16 @@ async fn remember(
     if let Some(target) = &supersedes {
         // Superseding by id reaches only memories this server may show.
         if let Ok(id) = Uuid::parse_str(target) {
-            visible(engine, policy, session, id).await?;
+            visible(cx.engine, cx.policy, cx.session, id).await?;
         }
     }
-    let mut memory = NewMemory::new(&policy.tenant, &policy.write_bank, kind, content);
+    let mut memory = NewMemory::new(&cx.policy.tenant, &cx.policy.write_bank, kind, content);
     memory.title = title;
     memory.elements = elements;
     memory.supersedes = supersedes;
-    memory.agent = policy.agent.clone();
-    memory.session_id = Some(session.to_string());
-    let outcome = engine.remember(memory).await?;
+    memory.agent = cx.policy.agent.clone();
+    memory.session_id = Some(cx.session.to_string());
+    let outcome = cx.engine.remember(memory).await?;
     let text = match &outcome {
         recall::Remembered::Stored {
             id,
@@ -672,21 +676,19 @@ async fn remember(
     Ok(Output { text, structured })
 }
 
-async fn mark_used(
-    engine: &Engine,
-    policy: &Policy,
-    session: &str,
-    args: &mut Args,
-) -> Result<Output, ToolError> {
+async fn mark_used(cx: &Call<'_>, args: &mut Args) -> Result<Output, ToolError> {
     let ids = args.ids(&["ids", "id", "used"])?;
     args.finish()?;
     if ids.is_empty() {
         return Err(ToolError::invalid("`ids` must name at least one memory"));
     }
     for id in &ids {
-        visible(engine, policy, session, *id).await?;
+        visible(cx.engine, cx.policy, cx.session, *id).await?;
     }
-    let cited = engine.mark_used(&policy.tenant, session, &ids).await?;
+    let cited = cx
+        .engine
+        .mark_used(&cx.policy.tenant, cx.session, &ids)
+        .await?;
     let mut text = format!("Marked {} as used.", cited.cited.len());
     if !cited.not_dealt.is_empty() {
         text.push_str(&format!(
@@ -706,19 +708,17 @@ async fn mark_used(
 }
 
 async fn confirm_or_forget(
-    engine: &Engine,
-    policy: &Policy,
-    session: &str,
+    cx: &Call<'_>,
     tool: &str,
     args: &mut Args,
 ) -> Result<Output, ToolError> {
     let id = args.id(&["id", "memory_id"])?;
     args.finish()?;
-    visible(engine, policy, session, id).await?;
+    visible(cx.engine, cx.policy, cx.session, id).await?;
     let (m, done) = if tool == "confirm" {
-        (engine.confirm(&policy.tenant, id).await?, "Confirmed")
+        (cx.engine.confirm(&cx.policy.tenant, id).await?, "Confirmed")
     } else {
-        (engine.forget(&policy.tenant, id).await?, "Forgot")
+        (cx.engine.forget(&cx.policy.tenant, id).await?, "Forgot")
     };
     Ok(Output {
         text: format!("{done} {id}."),
@@ -726,33 +726,23 @@ async fn confirm_or_forget(
     })
 }
 
-async fn supersede(
-    engine: &Engine,
-    policy: &Policy,
-    session: &str,
-    args: &mut Args,
-) -> Result<Output, ToolError> {
+async fn supersede(cx: &Call<'_>, args: &mut Args) -> Result<Output, ToolError> {
     let old = args.id(&["old", "old_id"])?;
     let new = args.id(&["new", "new_id"])?;
     args.finish()?;
-    visible(engine, policy, session, old).await?;
-    visible(engine, policy, session, new).await?;
-    let m = engine.supersede(&policy.tenant, old, new).await?;
+    visible(cx.engine, cx.policy, cx.session, old).await?;
+    visible(cx.engine, cx.policy, cx.session, new).await?;
+    let m = cx.engine.supersede(&cx.policy.tenant, old, new).await?;
     Ok(Output {
         text: format!("{new} now replaces {old}."),
         structured: summary(&m),
     })
 }
 
-async fn get(
-    engine: &Engine,
-    policy: &Policy,
-    session: &str,
-    args: &mut Args,
-) -> Result<Output, ToolError> {
+async fn get(cx: &Call<'_>, args: &mut Args) -> Result<Output, ToolError> {
     let id = args.id(&["id", "memory_id"])?;
     args.finish()?;
-    let m = visible(engine, policy, session, id).await?;
+    let m = visible(cx.engine, cx.policy, cx.session, id).await?;
     let structured = json!({
         "id": m.id,
         "kind": m.kind.as_str(),
@@ -795,18 +785,14 @@ async fn get(
     })
 }
 
-async fn history(
-    engine: &Engine,
-    policy: &Policy,
-    session: &str,
-    args: &mut Args,
-) -> Result<Output, ToolError> {
+async fn history(cx: &Call<'_>, args: &mut Args) -> Result<Output, ToolError> {
     let id = args.id(&["id", "memory_id"])?;
     args.finish()?;
-    visible(engine, policy, session, id).await?;
-    let reads = policy.reads(session);
-    let chain: Vec<Memory> = engine
-        .history(&policy.tenant, id)
+    visible(cx.engine, cx.policy, cx.session, id).await?;
+    let reads = cx.policy.reads(cx.session);
+    let chain: Vec<Memory> = cx
+        .engine
+        .history(&cx.policy.tenant, id)
         .await?
         .into_iter()
         .filter(|m| reads.can_read(&m.bank) && m.trust != Trust::Quarantined)
@@ -829,12 +815,7 @@ async fn history(
     })
 }
 
-async fn review(
-    engine: &Engine,
-    policy: &Policy,
-    session: &str,
-    args: &mut Args,
-) -> Result<Output, ToolError> {
+async fn review(cx: &Call<'_>, args: &mut Args) -> Result<Output, ToolError> {
     let cursor = args.string(&["cursor"])?;
     let limit = args
         .count(&["limit", "k"], 1, MAX_PAGE)?
@@ -846,8 +827,8 @@ async fn review(
             .parse::<usize>()
             .map_err(|_| ToolError::invalid("`cursor` must be a next_cursor from review"))?,
     };
-    let queue = engine.review_queue(&policy.tenant).await?;
-    let reads = policy.reads(session);
+    let queue = cx.engine.review_queue(&cx.policy.tenant).await?;
+    let reads = cx.policy.reads(cx.session);
     let shown = |m: &Memory| reads.can_read(&m.bank) && m.trust != Trust::Quarantined;
     let mut items = Vec::new();
     let mut push = |why: &str, m: &Memory, extra: Value| {
@@ -923,12 +904,7 @@ async fn review(
     })
 }
 
-async fn end_session(
-    engine: &Engine,
-    policy: &Policy,
-    session: &str,
-    args: &mut Args,
-) -> Result<Output, ToolError> {
+async fn end_session(cx: &Call<'_>, args: &mut Args) -> Result<Output, ToolError> {
     let outcome = args.string(&["outcome", "summary"])?;
     let elements = args.strings(&["elements", "element"])?;
     let used = args.ids(&["used", "ids"])?;
@@ -938,12 +914,13 @@ async fn end_session(
         used.into_iter().filter(|id| seen.insert(*id)).collect()
     };
     for id in &used_unique {
-        visible(engine, policy, session, *id).await?;
+        visible(cx.engine, cx.policy, cx.session, *id).await?;
     }
-    let mut end = engine
-        .end_session(&policy.tenant, session)
+    let mut end = cx
+        .engine
+        .end_session(&cx.policy.tenant, cx.session)
         .used(used_unique)
-        .bank(&policy.write_bank);
+        .bank(&cx.policy.write_bank);
     if let Some(text) = outcome {
         end = end.outcome(text);
     }
@@ -951,7 +928,7 @@ async fn end_session(
         end = end.element(e);
     }
     let ended = end.execute().await?;
-    let mut text = format!("Session {session} ended.");
+    let mut text = format!("Session {} ended.", cx.session);
     if !ended.cited.is_empty() {
         text.push_str(&format!(" {} memories marked used.", ended.cited.len()));
     }
@@ -961,7 +938,7 @@ async fn end_session(
     Ok(Output {
         text,
         structured: json!({
-            "session": session,
+            "session": cx.session,
             "cited": ended.cited,
             "not_dealt": ended.not_dealt,
             "outcome": ended.outcome,
@@ -995,6 +972,11 @@ mod tests {
             Ok(e) => e,
             Err(e) => panic!("open: {e}"),
         }
+    }
+
+    /// Acme's store is still empty: a refused call wrote nothing.
+    async fn nothing_stored(engine: &Engine) -> bool {
+        engine.list("acme", None).await.unwrap().is_empty()
     }
 
     #[test]
@@ -1034,13 +1016,7 @@ mod tests {
             tenant: "other".into(),
             ..policy()
         };
-        assert!(
-            engine
-                .list("acme", None)
-                .await
-                .map(|l| l.is_empty())
-                .unwrap_or(false)
-        );
+        assert!(nothing_stored(&engine).await);
         // Another tenant's server cannot see or touch acme's memories by id.
         let stored = call(
             &engine,
@@ -1097,13 +1073,7 @@ mod tests {
             .await
             .err();
         assert_eq!(err.map(|e| e.kind), Some(ToolErrorKind::UnknownTool));
-        assert!(
-            engine
-                .list("acme", None)
-                .await
-                .map(|l| l.is_empty())
-                .unwrap_or(false)
-        );
+        assert!(nothing_stored(&engine).await);
     }
 
     #[tokio::test]
