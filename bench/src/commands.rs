@@ -10,7 +10,7 @@ use recall::{
     ScoringConfig,
 };
 use recall_datasets::probes::{ProbeConfig, generate};
-use recall_datasets::{locomo, longmemeval};
+use recall_datasets::{chat_probes, locomo, longmemeval};
 use serde_json::json;
 
 use crate::eval::{Ranker, Report, RunStats, run};
@@ -121,9 +121,18 @@ pub struct LocomoArgs {
     /// `locomo10.json` (default: `../shared/datasets/locomo/locomo10.json`).
     #[arg(default_value = "../shared/datasets/locomo/locomo10.json")]
     pub file: PathBuf,
-    /// Only the first N conversations.
+    /// Only the first N conversations (of the split).
     #[arg(long)]
     pub conversations: Option<usize>,
+    /// Which conversations: `train` (the first five, the only ones tuned
+    /// on), `test` (the last five, reported on) or `all`.
+    #[arg(long, default_value = "all")]
+    pub split: locomo::Split,
+    /// Also ask each conversation the questions of the next one in the
+    /// split (those naming only its own people): unanswerable questions,
+    /// reported as abstention (group `cross`).
+    #[arg(long)]
+    pub cross: bool,
     /// Turns before each turn, in its session, written with it. Default 1
     /// (in the title): the way an agent would remember a conversation, and
     /// the "neighbour-turn context" lever; 0 is the reference
@@ -150,9 +159,23 @@ pub struct ProbesArgs {
     /// Sessions per haystack.
     #[arg(long, default_value_t = 10)]
     pub sessions: usize,
-    /// Seed.
-    #[arg(long, default_value_t = 7)]
-    pub seed: u64,
+    /// Seed (default: 7 for `probes`, 11 for `chat`).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Which generator: `probes` (the first, tuned on) or `chat` (a second
+    /// one sharing no templates, fillers or names with it; never tuned on).
+    #[arg(long, value_enum, default_value_t = Generator::Probes)]
+    pub generator: Generator,
+}
+
+/// The probe generators.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Generator {
+    /// [`recall_datasets::probes`]: assistant chatter from slotted templates.
+    Probes,
+    /// [`recall_datasets::chat_probes`]: chatty messages mixing requests
+    /// with statements, indirect preferences, near-topic unanswerables.
+    Chat,
 }
 
 /// `recall-bench sweep`.
@@ -173,6 +196,13 @@ pub struct SweepArgs {
     /// LoCoMo: where those turns go (title or content).
     #[arg(long, value_enum, default_value_t = ContextIn::Title)]
     pub context_in: ContextIn,
+    /// LoCoMo: which conversations (as `locomo`). A sweep tunes, so it
+    /// runs on `train` unless told otherwise.
+    #[arg(long, default_value = "train")]
+    pub split: locomo::Split,
+    /// LoCoMo: with the cross-conversation questions (as `locomo`).
+    #[arg(long)]
+    pub cross: bool,
     /// Vector weights (the lexical weight is 1 − w).
     #[arg(long, value_delimiter = ',', default_value = "0.3,0.45,0.55,0.65,0.8")]
     pub vector_weight: Vec<f32>,
@@ -538,19 +568,29 @@ pub async fn longmemeval_command(args: &LongMemEvalArgs) -> anyhow::Result<Vec<R
 
 /// `locomo`: returns the reports (engine, dense, bm25).
 pub async fn locomo_command(args: &LocomoArgs) -> anyhow::Result<Vec<Report>> {
-    let mut conversations = locomo::load(&args.file)?;
+    let mut conversations = args.split.select(&locomo::load(&args.file)?);
     if let Some(n) = args.conversations {
         conversations.truncate(n);
     }
-    let haystacks = sources::locomo(&conversations, args.context, args.context_in);
+    let haystacks = sources::locomo(&conversations, args.context, args.context_in, args.cross);
+    let ids: Vec<&str> = conversations.iter().map(|c| c.sample_id.as_str()).collect();
     let title = format!(
-        "LoCoMo, turn level, categories 1–4: {} ({} conversations)",
+        "LoCoMo, turn level, categories 1–4{}: {} ({} split: {})",
+        if args.cross {
+            ", with cross-conversation questions"
+        } else {
+            ""
+        },
         args.file.display(),
-        conversations.len()
+        args.split.name(),
+        ids.join(", ")
     );
     let settings = json!({
         "level": "turn",
         "categories": [1, 2, 3, 4],
+        "split": args.split.name(),
+        "cross": args.cross,
+        "conversation_ids": ids,
         "conversations": conversations.len(),
         "context": args.context,
         "context_in": args.context_in,
@@ -568,12 +608,22 @@ pub async fn locomo_command(args: &LocomoArgs) -> anyhow::Result<Vec<Report>> {
 
 /// `probes`.
 pub fn probes_command(args: &ProbesArgs) -> anyhow::Result<()> {
-    let probes = generate(&ProbeConfig {
-        seed: args.seed,
-        per_type: args.per_type,
-        sessions: args.sessions,
-        ..ProbeConfig::default()
-    });
+    let probes = match args.generator {
+        Generator::Probes => generate(&ProbeConfig {
+            seed: args.seed.unwrap_or(ProbeConfig::default().seed),
+            per_type: args.per_type,
+            sessions: args.sessions,
+            ..ProbeConfig::default()
+        }),
+        Generator::Chat => chat_probes::generate(&chat_probes::ChatProbeConfig {
+            seed: args
+                .seed
+                .unwrap_or(chat_probes::ChatProbeConfig::default().seed),
+            per_type: args.per_type,
+            sessions: args.sessions,
+            ..chat_probes::ChatProbeConfig::default()
+        }),
+    };
     if let Some(parent) = args.out.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)?;
     }
@@ -1037,7 +1087,12 @@ fn varies_only(point: &Point, param: &str) -> bool {
 pub async fn sweep_command(args: &SweepArgs) -> anyhow::Result<()> {
     let (haystacks, data) = match (&args.locomo, &args.longmemeval) {
         (Some(file), _) => (
-            sources::locomo(&locomo::load(file)?, args.context, args.context_in),
+            sources::locomo(
+                &args.split.select(&locomo::load(file)?),
+                args.context,
+                args.context_in,
+                args.cross,
+            ),
             file.clone(),
         ),
         (None, Some(file)) => {

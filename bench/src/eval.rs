@@ -211,6 +211,7 @@ pub fn texts(haystack: &Haystack) -> impl Iterator<Item = String> + '_ {
 pub fn ungated() -> ScoringConfig {
     ScoringConfig {
         min_evidence_cosine: 0.0,
+        min_evidence_margin: None,
         min_evidence_lexical: 0.0,
         question_evidence: None,
         question_weight: 1.0,
@@ -464,6 +465,7 @@ impl Ingested {
             "should_abstain": q.abstain,
             "abstained": abstained,
             "candidates": result.candidates,
+            "background": result.background,
             "hits": hits,
         })
     }

@@ -118,10 +118,12 @@ pub fn locomo(
     conversations: &[Conversation],
     context: usize,
     context_in: ContextIn,
+    cross: bool,
 ) -> Vec<Haystack> {
     conversations
         .iter()
-        .map(|c| {
+        .enumerate()
+        .map(|(n, c)| {
             let mut docs = Vec::new();
             for s in &c.sessions {
                 for (i, t) in s.turns.iter().enumerate() {
@@ -161,13 +163,44 @@ pub fn locomo(
                         newest_first: false,
                         at: asked,
                     })
-                    .collect();
+                    .collect::<Vec<_>>();
+            let mut questions = questions;
+            if cross && conversations.len() > 1 {
+                questions.extend(cross_questions(
+                    &conversations[(n + 1) % conversations.len()],
+                    c,
+                    asked,
+                ));
+            }
             Haystack {
                 name: c.sample_id.clone(),
                 docs,
                 questions,
                 kind: Kind::Episode,
             }
+        })
+        .collect()
+}
+
+/// The questions of `asked` that are unanswerable over `against`
+/// ([`Conversation::cross_questions`]), as abstention questions (group
+/// `cross`).
+fn cross_questions(
+    asked: &Conversation,
+    against: &Conversation,
+    at: chrono::DateTime<chrono::Utc>,
+) -> Vec<Question> {
+    asked
+        .cross_questions(against)
+        .enumerate()
+        .map(|(i, q)| Question {
+            id: format!("{}>{}#{i}", asked.sample_id, against.sample_id),
+            group: "cross".into(),
+            text: q.question.clone(),
+            gold: Vec::new(),
+            abstain: true,
+            newest_first: false,
+            at,
         })
         .collect()
 }
@@ -202,6 +235,68 @@ const TITLE_BYTES: usize = 256;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn conversation(id: &str, speakers: [&str; 2], questions: &[&str]) -> Conversation {
+        use recall_datasets::locomo::{Qa, Session, Turn};
+        Conversation {
+            sample_id: id.into(),
+            sessions: vec![Session {
+                number: 1,
+                date: chrono::Utc::now(),
+                turns: speakers
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| Turn {
+                        dia_id: format!("D1:{}", i + 1),
+                        speaker: s.to_string(),
+                        text: format!("{s} says hello"),
+                        caption: None,
+                    })
+                    .collect(),
+            }],
+            qa: questions
+                .iter()
+                .map(|q| Qa {
+                    question: q.to_string(),
+                    category: 1,
+                    evidence: vec!["D1:1".into()],
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn cross_questions_are_the_next_conversations_and_must_abstain() {
+        let conversations = [
+            conversation("a", ["Ana", "Bo"], &["What did Ana bake?"]),
+            conversation("b", ["Cy", "Di"], &["Where did Cy run?", "Which city?"]),
+        ];
+        let without = locomo(&conversations, 0, ContextIn::Title, false);
+        assert!(
+            without
+                .iter()
+                .all(|h| h.questions.iter().all(|q| !q.abstain))
+        );
+        let with = locomo(&conversations, 0, ContextIn::Title, true);
+        // a is asked b's question naming b's people; b is asked a's.
+        let cross = |h: &Haystack| -> Vec<String> {
+            h.questions
+                .iter()
+                .filter(|q| q.abstain)
+                .map(|q| format!("{} {}", q.group, q.text))
+                .collect()
+        };
+        assert_eq!(cross(&with[0]), ["cross Where did Cy run?"]);
+        assert_eq!(cross(&with[1]), ["cross What did Ana bake?"]);
+        assert!(
+            with.iter()
+                .flat_map(|h| &h.questions)
+                .filter(|q| q.abstain)
+                .all(|q| q.gold.is_empty())
+        );
+        // The answerable questions are unchanged.
+        assert_eq!(with[1].questions.len(), without[1].questions.len() + 1);
+    }
 
     #[test]
     fn a_context_title_is_one_line_within_the_limit_and_names_its_turn() {

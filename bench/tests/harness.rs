@@ -5,10 +5,11 @@
 use std::path::{Path, PathBuf};
 
 use recall_bench::commands::{
-    Common, LocomoArgs, LongMemEvalArgs, ProbesArgs, locomo_command, longmemeval_command,
-    probes_command,
+    Common, Generator, LocomoArgs, LongMemEvalArgs, ProbesArgs, locomo_command,
+    longmemeval_command, probes_command,
 };
 use recall_bench::sources::{ContextIn, Granularity};
+use recall_datasets::locomo::Split;
 use serde_json::Value;
 
 fn fixture(name: &str) -> PathBuf {
@@ -108,6 +109,8 @@ async fn locomo_fixture_scores_what_was_worked_out_by_hand() {
     let args = LocomoArgs {
         file: fixture("locomo_tiny.json"),
         conversations: None,
+        split: Split::All,
+        cross: false,
         context: 0,
         context_in: ContextIn::Title,
         common: common(dir.path(), "locomo.json"),
@@ -140,9 +143,30 @@ async fn a_dozen_generated_probes_and_one_locomo_conversation_run_end_to_end() {
         out: probes.clone(),
         per_type: 2,
         sessions: 6,
-        seed: 11,
+        seed: Some(11),
+        generator: Generator::Probes,
     })
     .unwrap();
+    // The second generator writes the same format, other instances.
+    let chat = dir.path().join("chat.json");
+    probes_command(&ProbesArgs {
+        out: chat.clone(),
+        per_type: 2,
+        sessions: 6,
+        seed: None,
+        generator: Generator::Chat,
+    })
+    .unwrap();
+    let (first, second) = (
+        recall_datasets::longmemeval::load(&probes).unwrap(),
+        recall_datasets::longmemeval::load(&chat).unwrap(),
+    );
+    assert_eq!((first.len(), second.len()), (12, 12));
+    assert!(
+        first
+            .iter()
+            .all(|a| second.iter().all(|b| a.question != b.question))
+    );
     let reports = longmemeval_command(&LongMemEvalArgs {
         file: probes,
         granularity: Granularity::Turn,
@@ -192,6 +216,8 @@ async fn a_dozen_generated_probes_and_one_locomo_conversation_run_end_to_end() {
     let reports = locomo_command(&LocomoArgs {
         file: locomo,
         conversations: Some(1),
+        split: Split::All,
+        cross: false,
         context: 0,
         context_in: ContextIn::Title,
         common: common(dir.path(), "locomo-one.json"),

@@ -11,8 +11,14 @@
 //! - [`probes`]: a seeded generator of LongMemEval-style probes covering
 //!   single-session-user, single-session-preference, multi-session,
 //!   knowledge-update, temporal-reasoning and abstention (`_abs`).
-//! - [`locomo`]: the LoCoMo loader with the dataset README's cleaning rules.
+//! - [`chat_probes`]: a second, independent probe generator (no template,
+//!   filler, name or value in common with [`probes`]): the held-out set
+//!   defaults are never tuned on.
+//! - [`locomo`]: the LoCoMo loader with the dataset README's cleaning
+//!   rules, the train/test split by conversation ([`locomo::Split`]) and
+//!   cross-conversation unanswerable questions.
 
+pub mod chat_probes;
 pub mod corpus;
 pub mod locomo;
 pub mod longmemeval;

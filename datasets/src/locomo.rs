@@ -81,11 +81,119 @@ impl Conversation {
         self.qa.iter().filter(|q| q.is_scored())
     }
 
+    /// The people who speak in it, in order of first turn.
+    pub fn speakers(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for (_, t) in self.turns() {
+            if !out.contains(&t.speaker.as_str()) {
+                out.push(&t.speaker);
+            }
+        }
+        out
+    }
+
+    /// This conversation's scored questions that make sense as
+    /// unanswerable questions over `other`: each names one of this
+    /// conversation's speakers and none of `other`'s (three conversations
+    /// have a John; a question about one of them is left out when asked of
+    /// another). Its people and events never appear in `other`, so the
+    /// right retrieval there is nothing.
+    ///
+    /// ```
+    /// # use recall_datasets::locomo::*;
+    /// # use chrono::Utc;
+    /// let conversation = |id: &str, speakers: [&str; 2], questions: &[&str]| Conversation {
+    ///     sample_id: id.into(),
+    ///     sessions: vec![Session { number: 1, date: Utc::now(), turns: speakers.iter().enumerate()
+    ///         .map(|(i, s)| Turn { dia_id: format!("D1:{i}"), speaker: s.to_string(),
+    ///                              text: "hi".into(), caption: None }).collect() }],
+    ///     qa: questions.iter().map(|q| Qa { question: q.to_string(), category: 1,
+    ///                                       evidence: vec!["D1:0".into()] }).collect(),
+    /// };
+    /// let asked = conversation("a", ["Ana", "John"], &["What did Ana bake?", "Where does John run?", "Which city?"]);
+    /// let other = conversation("b", ["John", "Mei"], &[]);
+    /// let cross: Vec<&str> = asked.cross_questions(&other).map(|q| q.question.as_str()).collect();
+    /// assert_eq!(cross, ["What did Ana bake?"]);
+    /// ```
+    pub fn cross_questions<'a>(&'a self, other: &'a Conversation) -> impl Iterator<Item = &'a Qa> {
+        let own = self.speakers();
+        let theirs = other.speakers();
+        self.scored().filter(move |q| {
+            let names = |people: &[&str]| {
+                people.iter().any(|p| {
+                    q.question
+                        .split(|c: char| !c.is_alphanumeric())
+                        .any(|w| w == *p)
+                })
+            };
+            names(&own) && !names(&theirs)
+        })
+    }
+
     /// Every turn with its session's date.
     pub fn turns(&self) -> impl Iterator<Item = (&Session, &Turn)> {
         self.sessions
             .iter()
             .flat_map(|s| s.turns.iter().map(move |t| (s, t)))
+    }
+}
+
+/// Which conversations a run uses. Tuning happens on [`Split::Train`]
+/// only; [`Split::Test`] is what results are reported on. The split is by
+/// conversation (every question of a conversation is on one side), and by
+/// position in the file: the first five conversations of `locomo10.json`
+/// (conv-26, -30, -41, -42, -43) are train, the last five (conv-44, -47,
+/// -48, -49, -50) test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Split {
+    /// The first half of the conversations.
+    Train,
+    /// The second half.
+    Test,
+    /// All of them.
+    #[default]
+    All,
+}
+
+impl Split {
+    /// The conversations of this split, in file order.
+    ///
+    /// ```
+    /// use recall_datasets::locomo::Split;
+    /// let ids = ["c1", "c2", "c3", "c4", "c5"];
+    /// assert_eq!(Split::Train.select(&ids), ["c1", "c2"]);
+    /// assert_eq!(Split::Test.select(&ids), ["c3", "c4", "c5"]);
+    /// assert_eq!(Split::All.select(&ids).len(), 5);
+    /// ```
+    pub fn select<T: Clone>(self, conversations: &[T]) -> Vec<T> {
+        let half = conversations.len() / 2;
+        match self {
+            Split::Train => conversations[..half].to_vec(),
+            Split::Test => conversations[half..].to_vec(),
+            Split::All => conversations.to_vec(),
+        }
+    }
+
+    /// `train`, `test` or `all`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Split::Train => "train",
+            Split::Test => "test",
+            Split::All => "all",
+        }
+    }
+}
+
+impl std::str::FromStr for Split {
+    type Err = String;
+
+    fn from_str(text: &str) -> std::result::Result<Split, String> {
+        match text {
+            "train" => Ok(Split::Train),
+            "test" => Ok(Split::Test),
+            "all" => Ok(Split::All),
+            other => Err(format!("unknown split {other:?} (train, test, all)")),
+        }
     }
 }
 

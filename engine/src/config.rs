@@ -170,6 +170,66 @@ impl Default for QuestionEvidence {
     }
 }
 
+/// How much of a hit's lifts (its kind weight and a usage multiplier over
+/// one) it gets, by its relevance as a share of the best candidate's: all of
+/// them from [`LiftBand::full_from`], none at or below
+/// [`LiftBand::none_below`], linearly between. Lifts order what is
+/// relevant; they must not put a memory that hardly answers above one that
+/// does (a pitfall at relevance .17 times 3 above the episode at .44 that
+/// answers the question). Demotions (decay, drift, confidence) always apply.
+///
+/// ```
+/// use recall::LiftBand;
+/// let band = LiftBand::default();
+/// assert_eq!(band.share(0.44, 0.44), 1.0);
+/// assert_eq!(band.share(0.17, 0.44), 0.0);
+/// assert!(band.share(0.3, 0.44) > 0.0 && band.share(0.3, 0.44) < 1.0);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct LiftBand {
+    /// Relevance share at or below which a hit gets no lift. Default 0.5.
+    pub none_below: f32,
+    /// Relevance share from which a hit gets its lifts in full. Default 0.8.
+    pub full_from: f32,
+}
+
+impl Default for LiftBand {
+    fn default() -> Self {
+        LiftBand {
+            none_below: 0.5,
+            full_from: 0.8,
+        }
+    }
+}
+
+impl LiftBand {
+    /// The share of its lifts a hit of relevance `rel` gets when the best
+    /// candidate's is `best`.
+    pub fn share(&self, rel: f32, best: f32) -> f32 {
+        if best <= 0.0 {
+            return 1.0;
+        }
+        let r = rel / best;
+        if r >= self.full_from {
+            1.0
+        } else if r <= self.none_below || self.full_from <= self.none_below {
+            0.0
+        } else {
+            (r - self.none_below) / (self.full_from - self.none_below)
+        }
+    }
+
+    /// `weight` with `share` of its lift above 1 (a weight below 1 is a
+    /// demotion and stays whole).
+    pub fn apply(weight: f32, share: f32) -> f32 {
+        if weight > 1.0 {
+            1.0 + (weight - 1.0) * share
+        } else {
+            weight
+        }
+    }
+}
+
 /// Weight of each kind in the score (§4.5).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct KindWeights {
@@ -289,6 +349,21 @@ pub struct ScoringConfig {
     ///
     /// Measured: `docs/MEASUREMENTS.md`, section `ScoringConfig::min_evidence_cosine`.
     pub min_evidence_cosine: f32,
+    /// The abstention gate measured from the store rather than from zero:
+    /// when set, a candidate's cosine must also stand this far above the
+    /// mean cosine of the memories in scope to the query
+    /// ([`crate::Background`], [`crate::evidence_raise`]). Raw cosines
+    /// move with the store: where every memory names its speaker, a
+    /// question's closest memory is above .5 whether or not the store
+    /// answers it. Default `None` (the fixed cut-off alone): at 0.15, tuned
+    /// on the train side, it abstained on more unanswerable questions on
+    /// every held-out set but cost the first probe generator's held-out
+    /// seed more answerable questions than it saved (recall_any@10 .995 →
+    /// .940), so it is not a default. Not in the spec.
+    ///
+    /// Measured: `docs/MEASUREMENTS.md`, section
+    /// `ScoringConfig::min_evidence_margin`.
+    pub min_evidence_margin: Option<f32>,
     /// The abstention gate's lexical half: a candidate whose normalized
     /// BM25 `b` reaches this answers the query whatever its cosine (an error
     /// code, a name). Default 0.4 (with [`Bm25Normalization::Attainable`], 40 %
@@ -345,6 +420,10 @@ pub struct ScoringConfig {
     pub min_hit_share: f32,
     /// Kind weights.
     pub kind_weights: KindWeights,
+    /// How much of its kind weight and usage lift a hit less relevant
+    /// than the best gets ([`LiftBand`]); None: all of them always (the
+    /// spec's product). Not in the spec.
+    pub lift_band: Option<LiftBand>,
     /// Decay half-life in days (stretched by stability). Default 45.
     pub half_life_days: f64,
     /// Floor of the decay multiplier. Default 0.9 (the spec says 0.6), so
@@ -436,6 +515,7 @@ impl Default for ScoringConfig {
             links_per_hit: 2,
             link_share: 0.5,
             min_evidence_cosine: 0.18,
+            min_evidence_margin: None,
             min_evidence_lexical: 0.4,
             question_evidence: Some(QuestionEvidence::default()),
             question_weight: 0.6,
@@ -443,6 +523,7 @@ impl Default for ScoringConfig {
             min_hit_relevance: 0.05,
             min_hit_share: 0.3,
             kind_weights: KindWeights::default(),
+            lift_band: Some(LiftBand::default()),
             half_life_days: 45.0,
             decay_floor: 0.9,
             usage_slope: 0.4,

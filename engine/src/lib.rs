@@ -50,6 +50,7 @@
 
 #[cfg(feature = "mimalloc")]
 pub mod allocator;
+mod background;
 mod briefing;
 mod clock;
 mod config;
@@ -75,11 +76,12 @@ mod updates;
 mod validate;
 mod write_policy;
 
+pub use background::Background;
 pub use briefing::{BRIEFING_HEADER, briefing_line};
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use config::{
-    Band, Bm25Normalization, Config, KindWeights, LexicalSupport, ModelSource, QuestionEvidence,
-    ScoringConfig, WriteConfig,
+    Band, Bm25Normalization, Config, KindWeights, LexicalSupport, LiftBand, ModelSource,
+    QuestionEvidence, ScoringConfig, WriteConfig,
 };
 pub use engine::{Engine, Status};
 pub use erasure::{EraseScope, Erased};
@@ -95,8 +97,8 @@ pub use recall::RecallBuilder;
 pub use redact::{DefaultRedactor, Redaction, Redactor};
 pub use review::{ElementSummary, Ignored, KnowledgeMap, ReviewQueue, SimilarPair};
 pub use score::{
-    Breakdown, PartCosines, decay_multiplier, drift_multiplier, effective_confidence, is_evidence,
-    lexical_share, normalize_bm25, relevance, usage_multiplier,
+    Breakdown, PartCosines, decay_multiplier, drift_multiplier, effective_confidence,
+    evidence_raise, is_evidence, lexical_share, normalize_bm25, relevance, usage_multiplier,
 };
 pub use screen::{DefaultScreen, Screen, ScreenMatch};
 pub use sentences::{MAX_SENTENCES, asks_only, sentences};

@@ -19,11 +19,12 @@ use recall_indexer::{LexicalHit, dot};
 use serde::Serialize;
 use uuid::Uuid;
 
-use crate::config::ScoringConfig;
+use crate::background::Background;
+use crate::config::{LiftBand, ScoringConfig};
 use crate::memory::{Memory, Source};
 use crate::score::{
-    Breakdown, decay_multiplier, drift_multiplier, effective_confidence, is_evidence,
-    lexical_share, normalize_bm25, relevance, usage_multiplier,
+    Breakdown, decay_multiplier, drift_multiplier, effective_confidence, evidence_raise,
+    is_evidence, lexical_share, normalize_bm25, relevance, usage_multiplier,
 };
 use crate::sentences::asks_only;
 use crate::state::TenantState;
@@ -58,6 +59,10 @@ pub struct RecallResult {
     pub abstained: bool,
     /// Candidates considered (union of the vector and BM25 stages, in scope).
     pub candidates: usize,
+    /// The query's cosines to a sample of the memories in scope, which the
+    /// abstention gate measures the best candidate against (None without
+    /// an embedder or with fewer than two memories in scope).
+    pub background: Option<Background>,
 }
 
 /// What is asked, apart from the text (which only the BM25 stage reads).
@@ -91,6 +96,8 @@ pub(crate) struct Found {
     pub(crate) nearest: Vec<(usize, f32)>,
     /// Eligible rows with the nearest sentences.
     pub(crate) nearest_sentences: Vec<(usize, f32)>,
+    /// The query's cosines to a sample of the eligible rows.
+    pub(crate) background: Option<Background>,
 }
 
 /// A candidate before scoring: the cosine of its closest part (if any)
@@ -107,8 +114,10 @@ pub(crate) fn rank(
     eligible: impl Fn(usize) -> bool,
 ) -> RecallResult {
     let attainable = found.attainable;
+    let background = found.background;
     let (candidates, sentence_cosines) = merge(tenant, query, config, found, &eligible);
     let total = candidates.len();
+    let raise = evidence_raise(config, background.as_ref());
     let (mut scored, evidence) = score(
         tenant,
         query,
@@ -116,6 +125,7 @@ pub(crate) fn rank(
         candidates,
         &sentence_cosines,
         attainable,
+        raise,
     );
     if query.has_embedder {
         gate(&mut scored, evidence, config);
@@ -127,6 +137,7 @@ pub(crate) fn rank(
         abstained: hits.is_empty(),
         hits,
         candidates: total,
+        background,
     }
 }
 
@@ -189,6 +200,7 @@ fn score(
     candidates: Candidates,
     sentence_cosines: &HashMap<usize, f32>,
     attainable: f32,
+    raise: f32,
 ) -> (Vec<(usize, Breakdown)>, bool) {
     let (min_s, max_s) = candidates
         .values()
@@ -214,7 +226,7 @@ fn score(
                     .map(|q| tenant.part_cosines(i, q, asks()))
                     .unwrap_or_default()
             };
-            evidence = evidence || is_evidence(config, cosine, b, asks, parts);
+            evidence = evidence || is_evidence(config, raise, cosine, b, asks, parts);
             // The thresholds are calibrated for the hybrid score. BM25
             // alone depends on corpus size (IDF), so without an embedder
             // any lexical match passes both.
@@ -239,7 +251,6 @@ fn score(
             } else {
                 1.0
             };
-            let score = rel * kind_weight * decay * usage * drift * confidence * asking;
             Some((
                 i,
                 Breakdown {
@@ -256,14 +267,32 @@ fn score(
                     drift,
                     confidence,
                     asking,
+                    lift_share: 1.0,
                     update: 1.0,
                     updates: None,
-                    score,
+                    score: 0.0,
                 },
             ))
         })
         .collect();
+    let mut scored: Vec<(usize, Breakdown)> = scored;
+    lift_and_score(config, &mut scored);
     (scored, evidence)
+}
+
+/// Each hit's score: its relevance times its factors, with the share of
+/// its lifts ([`ScoringConfig::lift_band`]) its relevance earns against
+/// the best candidate's.
+fn lift_and_score(config: &ScoringConfig, scored: &mut [(usize, Breakdown)]) {
+    let best = scored.iter().map(|(_, b)| b.rel).fold(0f32, f32::max);
+    for (_, b) in scored.iter_mut() {
+        if let Some(band) = config.lift_band {
+            b.lift_share = band.share(b.rel, best);
+            b.kind_weight = LiftBand::apply(b.kind_weight, b.lift_share);
+            b.usage = LiftBand::apply(b.usage, b.lift_share);
+        }
+        b.score = b.rel * b.kind_weight * b.decay * b.usage * b.drift * b.confidence * b.asking;
+    }
 }
 
 /// Abstention is the query's verdict: without one candidate close in
@@ -327,6 +356,7 @@ fn order(
         |newer, older| {
             if memories[newer].last_confirmed_ms <= memories[older].last_confirmed_ms
                 || asks_only(&memories[newer].row.content)
+                || !same_thing(tenant, newer, older)
             {
                 Versions::Never
             } else if states(newer) && states(older) {
@@ -340,9 +370,26 @@ fn order(
     );
 }
 
+/// Whether two memories can be versions of one thing at all: the same
+/// kind (a convention is not an update of the fact it cites), and neither
+/// links to the other (a writer who links two memories says they are two).
+fn same_thing(tenant: &TenantState, a: usize, b: usize) -> bool {
+    let (ma, mb) = (&tenant.memories[a], &tenant.memories[b]);
+    let names = |m: &crate::state::MemoryState, other: &crate::state::MemoryState| {
+        other
+            .row
+            .title
+            .as_ref()
+            .is_some_and(|t| m.links.iter().any(|l| l == t))
+    };
+    ma.kind == mb.kind && !names(ma, mb) && !names(mb, ma)
+}
+
 /// The hits, each top hit followed by up to
 /// [`ScoringConfig::links_per_hit`] eligible memories it links to that are
 /// not hits already, at [`ScoringConfig::link_share`] of its score (§4.7);
+/// a hit that a better hit links to is ranked as that link when the link's
+/// score is the higher (so it follows the memory that cites it, `via`);
 /// best first.
 fn with_links(
     tenant: &TenantState,
@@ -360,6 +407,40 @@ fn with_links(
         })
         .collect();
     let mut present: HashSet<Uuid> = hits.iter().map(|h| h.memory.id).collect();
+    // A hit that a better hit links to ranks as that link when the link's
+    // share of its parent's score is the higher: the writer said how the
+    // two belong together.
+    let position: HashMap<Uuid, usize> = hits
+        .iter()
+        .enumerate()
+        .map(|(n, h)| (h.memory.id, n))
+        .collect();
+    let mut raised: HashMap<usize, (f32, String, Breakdown)> = HashMap::new();
+    for parent in &hits {
+        let score = parent.score * config.link_share;
+        for id in parent.memory.links.iter().filter_map(|l| l.id) {
+            let Some(&n) = position.get(&id) else {
+                continue;
+            };
+            let best = raised.get(&n).map_or(hits[n].score, |(s, _, _)| *s);
+            if score > best {
+                let label = parent
+                    .memory
+                    .title
+                    .clone()
+                    .unwrap_or_else(|| parent.memory.id.to_string());
+                let mut breakdown = parent.breakdown.clone();
+                breakdown.score = score;
+                raised.insert(n, (score, label, breakdown));
+            }
+        }
+    }
+    for (n, (score, label, breakdown)) in raised {
+        let hit = &mut hits[n];
+        hit.score = score;
+        hit.breakdown = breakdown;
+        hit.via = Some(label);
+    }
     let mut linked = Vec::new();
     for parent in &hits {
         let label = parent
@@ -509,6 +590,196 @@ mod tests {
             config.kind_weights.of(crate::Kind::Pitfall)
         );
         assert!((top.score / next.score - top.kind_weight / next.kind_weight).abs() < 1e-5);
+    }
+
+    #[test]
+    fn a_kind_weight_does_not_lift_a_weak_match_above_the_answer() {
+        // The demo's outage question: the outage episode answers it; an
+        // unrelated pitfall matches weakly and weighs 3.
+        let s = state(vec![
+            memory(1, "episode", None, "the checkout outage", at(0.8, 1)),
+            memory(2, "pitfall", None, "an unrelated pitfall", at(0.3, 2)),
+        ]);
+        let tenant = s.tenant("t").unwrap();
+        let result = run(tenant, &ScoringConfig::default());
+        let order: Vec<Uuid> = result.hits.iter().map(|h| h.memory.id).collect();
+        assert_eq!(order, vec![id(1), id(2)]);
+        let weak = &result.hits[1].breakdown;
+        assert_eq!((weak.lift_share, weak.kind_weight), (0.0, 1.0));
+        assert!(weak.explain().contains("lifts: 0 %"), "{}", weak.explain());
+        // The spec's product: the pitfall's weight of 3 puts it first.
+        let product = ScoringConfig {
+            lift_band: None,
+            ..ScoringConfig::default()
+        };
+        assert_eq!(run(tenant, &product).hits[0].memory.id, id(2));
+    }
+
+    #[test]
+    fn with_a_margin_the_gate_is_measured_from_the_stores_background() {
+        // Every memory sits near .5 to the query; the best at .55 stands
+        // out from nothing.
+        let s = state(vec![
+            memory(1, "episode", None, "Ana: we went hiking", at(0.55, 1)),
+            memory(2, "episode", None, "Ana: the weather was fine", at(0.5, 2)),
+        ]);
+        let tenant = s.tenant("t").unwrap();
+        let q = at(1.0, 1);
+        let query = Query {
+            vector: Some(&q),
+            k: 10,
+            now_ms: NOW,
+            has_embedder: true,
+        };
+        let crowded = || Found {
+            background: Some(Background {
+                mean: 0.5,
+                sd: 0.03,
+                sampled: 200,
+            }),
+            ..found(tenant)
+        };
+        let fixed = rank(tenant, &query, &ScoringConfig::default(), crowded(), |_| {
+            true
+        });
+        assert!(!fixed.abstained, "the fixed cut-off alone answers");
+        assert_eq!(fixed.background.map(|b| b.sampled), Some(200));
+        let margin = ScoringConfig {
+            min_evidence_margin: Some(0.15),
+            ..ScoringConfig::default()
+        };
+        assert!(rank(tenant, &query, &margin, crowded(), |_| true).abstained);
+        // The same margin in a quiet store: .55 is well above its mean.
+        let quiet = Found {
+            background: Some(Background {
+                mean: 0.05,
+                sd: 0.05,
+                sampled: 200,
+            }),
+            ..found(tenant)
+        };
+        assert!(!rank(tenant, &query, &margin, quiet, |_| true).abstained);
+    }
+
+    #[test]
+    fn a_hit_that_the_top_hit_links_to_follows_it_as_its_link() {
+        // The example: the convention answers and cites the fact;
+        // the fact, a weaker hit on its own, comes right after it, `via`.
+        let s = state(vec![
+            memory(
+                1,
+                "convention",
+                Some("Header limits"),
+                "Large tokens go in the body; see [[JWT size]] for the numbers.",
+                at(0.6, 1),
+            ),
+            later(
+                memory(
+                    2,
+                    "fact",
+                    Some("JWT size"),
+                    "Our JWTs reach 12 KB.",
+                    at(0.3, 2),
+                ),
+                60_000,
+            ),
+        ]);
+        let config = ScoringConfig::default();
+        let result = run(s.tenant("t").unwrap(), &config);
+        let (top, next) = (&result.hits[0], &result.hits[1]);
+        assert_eq!((top.memory.id, next.memory.id), (id(1), id(2)));
+        assert_eq!(next.via.as_deref(), Some("Header limits"));
+        assert!((next.score - top.score * config.link_share).abs() < 1e-6);
+        assert_eq!(result.hits.len(), 2, "not listed twice");
+    }
+
+    /// `record`, written `ms` after the others.
+    fn later(record: Record, ms: i64) -> Record {
+        match record {
+            Record::Memory(mut row) => {
+                row.created_at_ms += ms;
+                row.observed_at_ms += ms;
+                Record::Memory(row)
+            }
+            other => other,
+        }
+    }
+
+    /// Ranks the two; returns the order and whether the second was lifted.
+    fn lifted(records: Vec<Record>) -> (Vec<Uuid>, bool) {
+        let s = state(records);
+        let result = run(s.tenant("t").unwrap(), &ScoringConfig::default());
+        let order = result.hits.iter().map(|h| h.memory.id).collect();
+        (
+            order,
+            result.hits.iter().any(|h| h.breakdown.updates.is_some()),
+        )
+    }
+
+    #[test]
+    fn a_newer_memory_of_the_same_kind_saying_much_the_same_is_lifted() {
+        // The control for the two tests below: the rule does fire here.
+        let (order, lift) = lifted(vec![
+            memory(1, "fact", Some("Rent"), "Our rent is $1,800.", at(0.6, 1)),
+            later(
+                memory(2, "fact", None, "Rent went up: $1,950.", at(0.3, 1)),
+                60_000,
+            ),
+        ]);
+        assert!(lift);
+        assert_eq!(order, vec![id(2), id(1)]);
+    }
+
+    #[test]
+    fn a_memory_of_another_kind_is_not_a_newer_version() {
+        // A convention and, written later, a fact on its topic: two
+        // memories, not two versions of one.
+        let (order, lift) = lifted(vec![
+            memory(
+                1,
+                "convention",
+                Some("Header limits"),
+                "Large tokens go in the body.",
+                at(0.6, 1),
+            ),
+            later(
+                memory(
+                    2,
+                    "fact",
+                    Some("JWT size"),
+                    "Our JWTs reach 12 KB.",
+                    at(0.3, 1),
+                ),
+                60_000,
+            ),
+        ]);
+        assert!(!lift);
+        assert_eq!(order, vec![id(1), id(2)]);
+    }
+
+    #[test]
+    fn a_memory_linked_to_the_hit_is_not_a_newer_version_of_it() {
+        let (order, lift) = lifted(vec![
+            memory(
+                1,
+                "fact",
+                Some("Header limits"),
+                "Large tokens go in the body; see [[JWT size]].",
+                at(0.6, 1),
+            ),
+            later(
+                memory(
+                    2,
+                    "fact",
+                    Some("JWT size"),
+                    "Our JWTs reach 12 KB.",
+                    at(0.3, 1),
+                ),
+                60_000,
+            ),
+        ]);
+        assert!(!lift);
+        assert_eq!(order[0], id(1), "{order:?}");
     }
 
     #[test]

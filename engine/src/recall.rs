@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use recall_indexer::normalized;
 use uuid::Uuid;
 
+use crate::background;
 use crate::config::{Bm25Normalization, ScoringConfig};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
@@ -309,6 +310,7 @@ impl RecallBuilder {
                 hits: Vec::new(),
                 abstained: true,
                 candidates: 0,
+                background: None,
             });
         };
         let readable = self.readable_banks(tenant);
@@ -336,18 +338,22 @@ impl RecallBuilder {
                         (
                             tenant.vectors.nearest(q, pool, config.scan, eligible),
                             tenant.sentences.nearest(q, pool, config.scan, eligible),
+                            background::sample(tenant.memories.len(), eligible, |i| {
+                                tenant.cosine(i, q)
+                            }),
                         )
                     })
                     .unwrap_or_default()
             },
         );
         let (lexical, attainable) = lexical?;
-        let (nearest, nearest_sentences) = nearest;
+        let (nearest, nearest_sentences, background) = nearest;
         let found = Found {
             lexical,
             attainable,
             nearest,
             nearest_sentences,
+            background,
         };
         if matches!(config.bm25, Bm25Normalization::MaxOfQuery) {
             tracing::debug!("max-of-query BM25 normalization: abstention is unreliable");

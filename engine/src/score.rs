@@ -34,6 +34,7 @@
 use serde::Serialize;
 use uuid::Uuid;
 
+use crate::background::Background;
 use crate::config::{Bm25Normalization, ScoringConfig};
 
 const DAY_MS: f64 = 86_400_000.0;
@@ -70,6 +71,11 @@ pub struct Breakdown {
     /// [`ScoringConfig::question_weight`] for a memory that only asks
     /// ([`crate::asks_only`]); 1 otherwise.
     pub asking: f32,
+    /// The share of its lifts (kind weight, usage above 1) the hit got
+    /// for its relevance against the best candidate's
+    /// ([`ScoringConfig::lift_band`]); `kind_weight` and `usage` above are
+    /// after it. 1: all of them.
+    pub lift_share: f32,
     /// The lift of a newer version above the older hit it likely updates
     /// ([`ScoringConfig::update_similarity`]); 1 otherwise.
     pub update: f32,
@@ -85,7 +91,7 @@ impl Breakdown {
     /// ```
     /// # use recall::Breakdown;
     /// let b = Breakdown { cosine: Some(0.7), sentence_cosine: None, v: 0.7, bm25: Some(5.0), b: 0.333, lexical_share: 1.0, rel: 0.535,
-    ///     kind_weight: 3.0, decay: 1.0, usage: 1.0, drift: 1.0, confidence: 1.0, asking: 1.0, update: 1.0,
+    ///     kind_weight: 3.0, decay: 1.0, usage: 1.0, drift: 1.0, confidence: 1.0, asking: 1.0, lift_share: 1.0, update: 1.0,
     ///     updates: None, score: 1.605 };
     /// assert!(b.explain().starts_with("score 1.605"));
     /// ```
@@ -113,8 +119,16 @@ impl Breakdown {
         } else {
             String::new()
         };
+        let lifted = if self.lift_share < 1.0 {
+            format!(
+                "\n  lifts: {:.0} % of its kind weight and usage, for relevance below the best hit's",
+                self.lift_share * 100.0
+            )
+        } else {
+            String::new()
+        };
         let mut tree = format!(
-            "score {:.3} = rel {:.3} × kind {:.2} × decay {:.3} × usage {:.2} × drift {:.2} × confidence {:.2}{asking}{update}\n  rel = vector (cosine {cosine}, v {:.3}) + lexical (bm25 {bm25}, b {:.3}{share})",
+            "score {:.3} = rel {:.3} × kind {:.2} × decay {:.3} × usage {:.2} × drift {:.2} × confidence {:.2}{asking}{update}\n  rel = vector (cosine {cosine}, v {:.3}) + lexical (bm25 {bm25}, b {:.3}{share}){lifted}",
             self.score,
             self.rel,
             self.kind_weight,
@@ -247,23 +261,32 @@ pub struct PartCosines {
 /// let config = ScoringConfig::default();
 /// let stated = || PartCosines { stating: Some(0.28), asking: None };
 /// let asked = || PartCosines { stating: Some(0.1), asking: Some(0.28) };
-/// assert!(is_evidence(&config, Some(0.28), 0.0, || false, stated)); // a statement
-/// assert!(!is_evidence(&config, Some(0.28), 0.0, || false, asked)); // its request part
-/// assert!(is_evidence(&config, Some(0.05), 0.7, || true, asked)); // most of the query's words
+/// assert!(is_evidence(&config, 0.0, Some(0.28), 0.0, || false, stated)); // a statement
+/// assert!(!is_evidence(&config, 0.0, Some(0.28), 0.0, || false, asked)); // its request part
+/// assert!(is_evidence(&config, 0.0, Some(0.05), 0.7, || true, asked)); // most of the query's words
+/// // Cut-offs raised by .2 (a store whose memories sit close to this query):
+/// assert!(!is_evidence(&config, 0.2, Some(0.28), 0.0, || false, stated));
 /// let spec = ScoringConfig { question_evidence: None, ..ScoringConfig::default() };
-/// assert!(is_evidence(&spec, Some(0.28), 0.0, || true, asked));
+/// assert!(is_evidence(&spec, 0.0, Some(0.28), 0.0, || true, asked));
 /// ```
+///
+/// `raise` lifts both cosine cut-offs ([`evidence_raise`]).
 pub fn is_evidence(
     config: &ScoringConfig,
+    raise: f32,
     cosine: Option<f32>,
     b: f32,
     asks_only: impl FnOnce() -> bool,
     parts: impl FnOnce() -> PartCosines,
 ) -> bool {
-    let (min_cosine, min_lexical) = (config.min_evidence_cosine, config.min_evidence_lexical);
-    let Some(question) = config.question_evidence else {
+    let (min_cosine, min_lexical) = (
+        config.min_evidence_cosine + raise,
+        config.min_evidence_lexical,
+    );
+    let Some(mut question) = config.question_evidence else {
         return cosine.is_some_and(|c| c >= min_cosine) || b >= min_lexical;
     };
+    question.min_cosine += raise;
     let lexical = match (b >= min_lexical, b >= question.min_lexical) {
         (true, true) => true,
         (false, false) => false,
@@ -284,6 +307,29 @@ pub fn is_evidence(
             parts.stating.is_some_and(|c| c >= min_cosine)
                 || parts.asking.is_some_and(|c| c >= question.min_cosine)
         }
+    }
+}
+
+/// How far a query's background ([`Background`]) raises the gate's cosine
+/// cut-offs: to [`ScoringConfig::min_evidence_margin`] above the mean
+/// cosine of the memories in scope, when that is above
+/// [`ScoringConfig::min_evidence_cosine`]; 0 without a background or a
+/// margin.
+///
+/// ```
+/// use recall::{Background, ScoringConfig, evidence_raise};
+/// let margin = 0.15;
+/// let config = ScoringConfig { min_evidence_margin: Some(margin), ..ScoringConfig::default() };
+/// let quiet = Background { mean: 0.02, sd: 0.05, sampled: 40 };
+/// assert_eq!(evidence_raise(&config, Some(&quiet)), 0.0);
+/// let talkative = Background { mean: 0.36, sd: 0.12, sampled: 256 };
+/// let raise = evidence_raise(&config, Some(&talkative));
+/// assert!((config.min_evidence_cosine + raise - (0.36 + margin)).abs() < 1e-6);
+/// ```
+pub fn evidence_raise(config: &ScoringConfig, background: Option<&Background>) -> f32 {
+    match (config.min_evidence_margin, background) {
+        (Some(margin), Some(b)) => (b.mean + margin - config.min_evidence_cosine).max(0.0),
+        _ => 0.0,
     }
 }
 
@@ -346,6 +392,7 @@ impl Breakdown {
             drift: 1.0,
             confidence: 1.0,
             asking: 1.0,
+            lift_share: 1.0,
             update: 1.0,
             updates: None,
             score: rel,

@@ -141,6 +141,17 @@ impl TenantState {
         }
     }
 
+    /// Memory `i`'s cosine to the unit vector `query`, as a candidate's:
+    /// the larger of its whole vector's and its closest sentence's (None
+    /// without a vector).
+    pub(crate) fn cosine(&self, i: usize, query: &[f32]) -> Option<f32> {
+        let whole = dot(self.vectors.row(self.memories[i].vector_row?)?, query);
+        Some(
+            self.sentence_cosine(i, query)
+                .map_or(whole, |s| s.max(whole)),
+        )
+    }
+
     /// The cosine of memory `i`'s closest sentence to the unit vector `query`
     /// (None when it has no sentence vectors).
     pub(crate) fn sentence_cosine(&self, i: usize, query: &[f32]) -> Option<f32> {

@@ -38,6 +38,14 @@
 //!   knowledge-update probes (turns written as episodes) go from .25–.33 to
 //!   1.0 newest-first (numbers at `update_isolation`).
 //!
+//! Only two memories of one kind, neither of which links to the other
+//! (`same_thing` in [`crate::rank`]), can be versions: a convention `large
+//! tokens go in the body; see [[JWT size]]` and the fact "our JWTs reach
+//! 12 KB" written after it share a topic, but one is not an update of the
+//! other, and the fact was lifted above the convention that answers "where
+//! should large tokens be sent?" (relevance .200 above .558) when the two
+//! were alone in a store (a pair of two always stands apart).
+//!
 //! Similar means the cosine of the two memories' vectors closest to the
 //! query: each memory's whole vector or one of its sentences'
 //! ([`crate::sentences`]), whichever answers the query, so the restated
