@@ -5,10 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context;
-use recall::{
-    Bm25Normalization, Embedder, FastEmbedder, Kind, LexicalSupport, QuestionEvidence,
-    ScoringConfig,
-};
+use recall::{Embedder, FastEmbedder, Kind, ScoringConfig};
 use recall_datasets::probes::{ProbeConfig, generate};
 use recall_datasets::{chat_probes, locomo, longmemeval};
 use serde_json::json;
@@ -16,6 +13,7 @@ use serde_json::json;
 use crate::eval::{Ranker, Report, RunStats, run};
 use crate::report::{markdown, markdown_path, plot, write_json};
 use crate::sources::{self, ContextIn, Granularity};
+use crate::tunables::{Tunable, find, tunables};
 use crate::vector_cache::{self, VectorCache};
 
 /// recall's research runner: quality on LongMemEval-style and LoCoMo data,
@@ -275,6 +273,14 @@ pub struct SweepArgs {
     /// The score's factor for a memory that only asks (1: none).
     #[arg(long, value_delimiter = ',', default_value = "0.6,0.7,0.8,0.9,1")]
     pub question_weight: Vec<f32>,
+    /// Any tunable of `recall_bench::tunables` (e.g. `--set
+    /// link_share=0.3,0.5 --set lift_band=off,0.4:0.7`), repeatable; it
+    /// replaces the grid of a flag above of the same name.
+    #[arg(long, value_name = "NAME=V1,V2,…")]
+    pub set: Vec<String>,
+    /// Sweep only the `--set` axes, not the flags' default grids.
+    #[arg(long)]
+    pub only_set: bool,
     /// Every combination instead of one parameter at a time around the defaults.
     #[arg(long)]
     pub full: bool,
@@ -677,408 +683,141 @@ fn probes_summary(probes: &[longmemeval::Instance]) -> String {
     md
 }
 
-/// Parses a BM25 normalization: `sat:K`, `att`, `max`, `minmax`.
-pub fn parse_bm25(text: &str) -> anyhow::Result<Bm25Normalization> {
-    match text {
-        "max" => Ok(Bm25Normalization::MaxOfQuery),
-        "att" => Ok(Bm25Normalization::Attainable),
-        "minmax" => Ok(Bm25Normalization::MinMax),
-        other => {
-            let k = other.strip_prefix("sat:").with_context(|| {
-                format!("unknown BM25 normalization {other:?} (sat:K, att, max, minmax)")
-            })?;
-            Ok(Bm25Normalization::Saturation { k: k.parse()? })
-        }
-    }
-}
-
-fn bm25_label(n: Bm25Normalization) -> String {
-    match n {
-        Bm25Normalization::Saturation { k } => format!("sat:{k}"),
-        Bm25Normalization::MaxOfQuery => "max".into(),
-        Bm25Normalization::MinMax => "minmax".into(),
-        Bm25Normalization::Attainable => "att".into(),
-    }
-}
-
-/// One sweep point: the parameter values and its settings.
+/// One sweep point: a scorer setting and the text of every tunable's value
+/// in it ([`crate::tunables`]).
 #[derive(Debug, Clone)]
 struct Point {
-    vector_weight: f32,
-    bm25: Bm25Normalization,
-    half_life: f64,
-    decay_floor: f32,
-    min_evidence_cosine: f32,
-    min_relevance: f32,
-    min_hit_relevance: f32,
-    pool: usize,
-    update_similarity: Option<f32>,
-    update_isolation: Option<f32>,
-    update_relevance_share: Option<f32>,
-    lexical_support: Option<LexicalSupport>,
-    question_evidence: Option<QuestionEvidence>,
-    question_weight: f32,
+    config: ScoringConfig,
+    /// Tunable name → its value as text, for every row of the table.
+    values: Vec<(&'static str, String)>,
 }
 
 impl Point {
-    fn defaults() -> Point {
-        let d = ScoringConfig::default();
-        Point {
-            vector_weight: d.vector_weight,
-            bm25: d.bm25,
-            half_life: d.half_life_days,
-            decay_floor: d.decay_floor,
-            min_evidence_cosine: d.min_evidence_cosine,
-            min_relevance: d.min_relevance,
-            min_hit_relevance: d.min_hit_relevance,
-            pool: d.candidate_pool,
-            update_similarity: d.update_similarity,
-            update_isolation: d.update_isolation,
-            update_relevance_share: d.update_relevance_share,
-            lexical_support: d.lexical_support,
-            question_evidence: d.question_evidence,
-            question_weight: d.question_weight,
+    fn of(config: ScoringConfig, table: &[Tunable]) -> Point {
+        let values = table.iter().map(|t| (t.name, (t.get)(&config))).collect();
+        Point { config, values }
+    }
+
+    /// The values that differ from `base`'s, as `name=value;…`, or
+    /// `defaults`.
+    fn name(&self, base: &Point) -> String {
+        let changed: Vec<String> = self
+            .values
+            .iter()
+            .zip(&base.values)
+            .filter(|(a, b)| a.1 != b.1)
+            .map(|((name, v), _)| format!("{name}={v}"))
+            .collect();
+        if changed.is_empty() {
+            "defaults".into()
+        } else {
+            changed.join(";")
         }
     }
 
-    fn name(&self) -> String {
-        format!(
-            "w{}/{}/hl{}/floor{}/cos{}/min{}/hit{}/pool{}/upd{}/apart{}/share{}/support{}/asks{}/asking{}",
-            self.vector_weight,
-            bm25_label(self.bm25),
-            self.half_life,
-            self.decay_floor,
-            self.min_evidence_cosine,
-            self.min_relevance,
-            self.min_hit_relevance,
-            self.pool,
-            update_label(self.update_similarity),
-            update_label(self.update_isolation),
-            update_label(self.update_relevance_share),
-            support_label(self.lexical_support),
-            question_label(self.question_evidence),
-            self.question_weight
-        )
+    fn value(&self, name: &str) -> &str {
+        self.values
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or("", |(_, v)| v.as_str())
     }
 
-    fn ranker(&self) -> Ranker {
-        Ranker::engine(
-            &self.name(),
-            ScoringConfig {
-                vector_weight: self.vector_weight,
-                lexical_weight: 1.0 - self.vector_weight,
-                bm25: self.bm25,
-                half_life_days: self.half_life,
-                decay_floor: self.decay_floor,
-                min_evidence_cosine: self.min_evidence_cosine,
-                min_relevance: self.min_relevance,
-                min_hit_relevance: self.min_hit_relevance,
-                candidate_pool: self.pool,
-                update_similarity: self.update_similarity,
-                update_isolation: self.update_isolation,
-                update_relevance_share: self.update_relevance_share,
-                lexical_support: self.lexical_support,
-                question_evidence: self.question_evidence,
-                question_weight: self.question_weight,
-                ..ScoringConfig::default()
-            },
-        )
-    }
-
-    /// The value of parameter `p` as a plot coordinate (None: not numeric).
-    fn value(&self, p: &str) -> Option<f64> {
-        match p {
-            "vector_weight" => Some(f64::from(self.vector_weight)),
-            "bm25_saturation_k" => match self.bm25 {
-                Bm25Normalization::Saturation { k } => Some(f64::from(k)),
-                _ => None,
-            },
-            "half_life_days" => Some(self.half_life),
-            "decay_floor" => Some(f64::from(self.decay_floor)),
-            "min_evidence_cosine" => Some(f64::from(self.min_evidence_cosine)),
-            "min_relevance" => Some(f64::from(self.min_relevance)),
-            "min_hit_relevance" => Some(f64::from(self.min_hit_relevance)),
-            "candidate_pool" => Some(self.pool as f64),
-            "update_similarity" => self.update_similarity.map(f64::from),
-            "update_isolation" => self.update_isolation.map(f64::from),
-            "update_relevance_share" => self.update_relevance_share.map(f64::from),
-            "lexical_support" => self.lexical_support.map(|s| f64::from(s.related_from)),
-            "question_evidence" => self.question_evidence.map(|q| f64::from(q.min_cosine)),
-            "question_weight" => Some(f64::from(self.question_weight)),
-            _ => None,
-        }
+    /// Whether it differs from `base` in `name` alone (or nowhere).
+    fn varies_only(&self, base: &Point, name: &str) -> bool {
+        self.values
+            .iter()
+            .zip(&base.values)
+            .all(|((n, a), (_, b))| *n == name || a == b)
     }
 }
 
-const PARAMS: [&str; 14] = [
-    "vector_weight",
-    "bm25_saturation_k",
-    "half_life_days",
-    "decay_floor",
-    "min_evidence_cosine",
-    "min_relevance",
-    "min_hit_relevance",
-    "candidate_pool",
-    "update_similarity",
-    "update_isolation",
-    "update_relevance_share",
-    "lexical_support",
-    "question_evidence",
-    "question_weight",
-];
-
-/// `off` or the cut-off.
-fn update_label(cut: Option<f32>) -> String {
-    cut.map_or("off".into(), |c| c.to_string())
-}
-
-/// A lift cut-off: `off` or a number.
-fn parse_update(what: &str, s: &str) -> anyhow::Result<Option<f32>> {
-    match s.trim() {
-        "off" => Ok(None),
-        v => {
-            Ok(Some(v.parse().with_context(|| {
-                format!("{what} {v:?}: a number or `off`")
-            })?))
-        }
+/// The axes a sweep varies: each named flag's values as text, then each
+/// `--set NAME=V1,V2,…` (which replaces a flag's grid of the same name);
+/// with `--only-set`, the `--set` axes alone.
+fn sweep_axes(args: &SweepArgs) -> anyhow::Result<Vec<(String, Vec<String>)>> {
+    fn text<T: ToString>(values: &[T]) -> Vec<String> {
+        values.iter().map(ToString::to_string).collect()
     }
-}
-
-/// `off`, or `LO:HI:OFFSET`.
-fn support_label(support: Option<LexicalSupport>) -> String {
-    support.map_or("off".into(), |s| {
-        format!(
-            "{}:{}:{}",
-            s.unrelated_below, s.related_from, s.question_offset
-        )
-    })
-}
-
-/// `A:B:…` as numbers (`None` if one is not a number).
-fn numbers(s: &str) -> Option<Vec<f32>> {
-    s.split(':').map(|n| n.trim().parse().ok()).collect()
-}
-
-/// A lexical-support ramp: `off`, or `LO:HI` (LO ≤ HI) with an optional
-/// `:OFFSET` for memories that only ask; the strong-match level (and an
-/// offset not given) at the defaults.
-fn parse_support(s: &str) -> anyhow::Result<Option<LexicalSupport>> {
-    let s = s.trim();
-    if s == "off" {
-        return Ok(None);
-    }
-    let default = LexicalSupport::default();
-    let ramp = |lo: f32, hi: f32, question_offset: f32| LexicalSupport {
-        unrelated_below: lo,
-        related_from: hi,
-        question_offset,
-        ..default
+    let mut axes: Vec<(String, Vec<String>)> = if args.only_set {
+        Vec::new()
+    } else {
+        [
+            ("vector_weight", text(&args.vector_weight)),
+            ("bm25", args.bm25.clone()),
+            ("half_life_days", text(&args.half_life)),
+            ("decay_floor", text(&args.decay_floor)),
+            ("min_evidence_cosine", text(&args.min_evidence_cosine)),
+            ("min_relevance", text(&args.min_relevance)),
+            ("min_hit_relevance", text(&args.min_hit_relevance)),
+            ("candidate_pool", text(&args.pool)),
+            ("update_similarity", args.update_similarity.clone()),
+            ("update_isolation", args.update_isolation.clone()),
+            (
+                "update_relevance_share",
+                args.update_relevance_share.clone(),
+            ),
+            ("lexical_support", args.lexical_support.clone()),
+            ("question_evidence", args.question_evidence.clone()),
+            ("question_weight", text(&args.question_weight)),
+        ]
+        .into_iter()
+        .map(|(name, values)| (name.to_string(), values))
+        .collect()
     };
-    match numbers(s).as_deref() {
-        Some(&[lo, hi]) if lo <= hi => Ok(Some(ramp(lo, hi, default.question_offset))),
-        Some(&[lo, hi, offset]) if lo <= hi => Ok(Some(ramp(lo, hi, offset))),
-        _ => anyhow::bail!(
-            "lexical support {s:?}: `LO:HI` with LO ≤ HI (e.g. 0.2:0.4), \
-             `LO:HI:OFFSET` (e.g. 0.2:0.4:0.2), or `off`"
-        ),
+    for set in &args.set {
+        let (name, values) = set
+            .split_once('=')
+            .with_context(|| format!("--set {set:?}: NAME=V1,V2,…"))?;
+        let values: Vec<String> = values.split(',').map(|v| v.trim().to_string()).collect();
+        match axes.iter_mut().find(|(n, _)| n == name.trim()) {
+            Some(axis) => axis.1 = values,
+            None => axes.push((name.trim().to_string(), values)),
+        }
     }
+    Ok(axes)
 }
 
-/// `off`, or `COS:LEX`.
-fn question_label(question: Option<QuestionEvidence>) -> String {
-    question.map_or("off".into(), |q| {
-        format!("{}:{}", q.min_cosine, q.min_lexical)
-    })
-}
-
-/// What the gate asks of a memory that only asks: `off` or `COS:LEX`.
-fn parse_question(s: &str) -> anyhow::Result<Option<QuestionEvidence>> {
-    let s = s.trim();
-    if s == "off" {
-        return Ok(None);
+/// The defaults first, then each axis's values one at a time around them
+/// (each setting once), or with `--full` every combination.
+fn sweep_points(args: &SweepArgs, table: &[Tunable]) -> anyhow::Result<Vec<Point>> {
+    let mut settings: Vec<(Tunable, Vec<String>)> = Vec::new();
+    for (name, values) in sweep_axes(args)? {
+        let tunable = find(&name)?;
+        // Every value is checked before anything runs.
+        for v in &values {
+            (tunable.set)(&mut ScoringConfig::default(), v)
+                .with_context(|| format!("{name}: {}", tunable.values))?;
+        }
+        settings.push((tunable, values));
     }
-    match numbers(s).as_deref() {
-        Some(&[min_cosine, min_lexical]) => Ok(Some(QuestionEvidence {
-            min_cosine,
-            min_lexical,
-        })),
-        _ => anyhow::bail!("question evidence {s:?}: `COS:LEX` (e.g. 0.32:0.6), or `off`"),
-    }
-}
-
-fn sweep_points(args: &SweepArgs) -> anyhow::Result<Vec<Point>> {
-    let bm25: Vec<Bm25Normalization> = args
-        .bm25
-        .iter()
-        .map(|b| parse_bm25(b))
-        .collect::<Result<_, _>>()?;
-    let updates: Vec<Option<f32>> = args
-        .update_similarity
-        .iter()
-        .map(|u| parse_update("update similarity", u))
-        .collect::<anyhow::Result<_>>()?;
-    let isolations: Vec<Option<f32>> = args
-        .update_isolation
-        .iter()
-        .map(|u| parse_update("update isolation", u))
-        .collect::<anyhow::Result<_>>()?;
-    let shares: Vec<Option<f32>> = args
-        .update_relevance_share
-        .iter()
-        .map(|u| parse_update("update relevance share", u))
-        .collect::<anyhow::Result<_>>()?;
-    let supports: Vec<Option<LexicalSupport>> = args
-        .lexical_support
-        .iter()
-        .map(|s| parse_support(s))
-        .collect::<anyhow::Result<_>>()?;
-    let questions: Vec<Option<QuestionEvidence>> = args
-        .question_evidence
-        .iter()
-        .map(|q| parse_question(q))
-        .collect::<anyhow::Result<_>>()?;
-    let base = Point::defaults();
-    let mut points = vec![base.clone()];
+    let base = Point::of(ScoringConfig::default(), table);
     if args.full {
-        // Every combination, the first axis outermost.
-        let grid = vec![base];
-        let grid = expand(grid, &args.vector_weight, |p, &w| p.vector_weight = w);
-        let grid = expand(grid, &bm25, |p, &b| p.bm25 = b);
-        let grid = expand(grid, &args.half_life, |p, &h| p.half_life = h);
-        let grid = expand(grid, &args.decay_floor, |p, &f| p.decay_floor = f);
-        let grid = expand(grid, &args.min_evidence_cosine, |p, &c| {
-            p.min_evidence_cosine = c
-        });
-        let grid = expand(grid, &args.min_relevance, |p, &m| p.min_relevance = m);
-        let grid = expand(grid, &args.min_hit_relevance, |p, &hit| {
-            p.min_hit_relevance = hit
-        });
-        let grid = expand(grid, &args.pool, |p, &pool| p.pool = pool);
-        let grid = expand(grid, &updates, |p, &u| p.update_similarity = u);
-        let grid = expand(grid, &isolations, |p, &i| p.update_isolation = i);
-        let grid = expand(grid, &shares, |p, &r| p.update_relevance_share = r);
-        let grid = expand(grid, &supports, |p, &s| p.lexical_support = s);
-        let grid = expand(grid, &questions, |p, &q| p.question_evidence = q);
-        return Ok(expand(grid, &args.question_weight, |p, &w| {
-            p.question_weight = w
-        }));
-    }
-    let mut push = |p: Point| {
-        if !points.iter().any(|q| q.name() == p.name()) {
-            points.push(p);
+        let mut grid = vec![ScoringConfig::default()];
+        for (tunable, values) in &settings {
+            let mut next = Vec::with_capacity(grid.len() * values.len());
+            for config in &grid {
+                for v in values {
+                    let mut c = config.clone();
+                    (tunable.set)(&mut c, v)?;
+                    next.push(c);
+                }
+            }
+            grid = next;
         }
-    };
-    for &w in &args.vector_weight {
-        push(Point {
-            vector_weight: w,
-            ..base.clone()
-        });
+        return Ok(grid.into_iter().map(|c| Point::of(c, table)).collect());
     }
-    for &b in &bm25 {
-        push(Point {
-            bm25: b,
-            ..base.clone()
-        });
-    }
-    for &h in &args.half_life {
-        push(Point {
-            half_life: h,
-            ..base.clone()
-        });
-    }
-    for &f in &args.decay_floor {
-        push(Point {
-            decay_floor: f,
-            ..base.clone()
-        });
-    }
-    for &c in &args.min_evidence_cosine {
-        push(Point {
-            min_evidence_cosine: c,
-            ..base.clone()
-        });
-    }
-    for &m in &args.min_relevance {
-        push(Point {
-            min_relevance: m,
-            ..base.clone()
-        });
-    }
-    for &hit in &args.min_hit_relevance {
-        push(Point {
-            min_hit_relevance: hit,
-            ..base.clone()
-        });
-    }
-    for &p in &args.pool {
-        push(Point {
-            pool: p,
-            ..base.clone()
-        });
-    }
-    for &u in &updates {
-        push(Point {
-            update_similarity: u,
-            ..base.clone()
-        });
-    }
-    for &i in &isolations {
-        push(Point {
-            update_isolation: i,
-            ..base.clone()
-        });
-    }
-    for &r in &shares {
-        push(Point {
-            update_relevance_share: r,
-            ..base.clone()
-        });
-    }
-    for &support in &supports {
-        push(Point {
-            lexical_support: support,
-            ..base.clone()
-        });
-    }
-    for &question in &questions {
-        push(Point {
-            question_evidence: question,
-            ..base.clone()
-        });
-    }
-    for &weight in &args.question_weight {
-        push(Point {
-            question_weight: weight,
-            ..base.clone()
-        });
+    let mut points = vec![base.clone()];
+    for (tunable, values) in &settings {
+        for v in values {
+            let mut config = ScoringConfig::default();
+            (tunable.set)(&mut config, v)?;
+            let point = Point::of(config, table);
+            if !points.iter().any(|p| p.values == point.values) {
+                points.push(point);
+            }
+        }
     }
     Ok(points)
-}
-
-/// Each of `points` once per value of `values`, set with `set`.
-fn expand<T>(points: Vec<Point>, values: &[T], set: impl Fn(&mut Point, &T)) -> Vec<Point> {
-    points
-        .iter()
-        .flat_map(|point| {
-            values.iter().map(|v| {
-                let mut p = point.clone();
-                set(&mut p, v);
-                p
-            })
-        })
-        .collect()
-}
-
-/// Whether `point` differs from the defaults only in `param`.
-fn varies_only(point: &Point, param: &str) -> bool {
-    let base = Point::defaults();
-    PARAMS
-        .iter()
-        .filter(|p| **p != param)
-        .all(|p| point.value(p) == base.value(p))
-        && (param == "bm25_saturation_k" || point.bm25 == base.bm25)
-        && (param == "lexical_support" || point.lexical_support == base.lexical_support)
-        && (param == "question_evidence" || point.question_evidence == base.question_evidence)
 }
 
 /// `sweep`: every point ranks the same ingested data; a table of all
@@ -1105,8 +844,13 @@ pub async fn sweep_command(args: &SweepArgs) -> anyhow::Result<()> {
         (None, None) => anyhow::bail!("name the data: --locomo FILE or --longmemeval FILE"),
     };
     let haystacks = written_as(haystacks, args.common.kind);
-    let points = sweep_points(args)?;
-    let mut rankers: Vec<Ranker> = points.iter().map(Point::ranker).collect();
+    let table = tunables();
+    let points = sweep_points(args, &table)?;
+    let base = Point::of(ScoringConfig::default(), &table);
+    let mut rankers: Vec<Ranker> = points
+        .iter()
+        .map(|p| Ranker::engine(&p.name(&base), p.config.clone()))
+        .collect();
     rankers.push(Ranker::dense());
     rankers.push(Ranker::bm25());
     let mut cache = open_cache(&args.common)?;
@@ -1125,81 +869,63 @@ pub async fn sweep_command(args: &SweepArgs) -> anyhow::Result<()> {
         "ndcg@10".to_string(),
         "recall_any@5".to_string(),
     ];
-    let mut md = format!(
-        "# Sweep on {}\n\n| vector w | BM25 | half-life d | decay floor | evidence cos | min_relevance | min hit relevance | pool | update sim | update apart | update rel share | lexical support | question evidence | question weight | {} | {} | {} | abstention acc | KU newest-first |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|\n",
-        data.display(),
-        metrics[0],
-        metrics[1],
-        metrics[2]
-    );
+    // The columns: every tunable some point sets apart from the defaults.
+    let varied: Vec<&Tunable> = table
+        .iter()
+        .filter(|t| points.iter().any(|p| p.value(t.name) != base.value(t.name)))
+        .collect();
+    let mut md = format!("# Sweep on {}\n\n|", data.display());
+    for t in &varied {
+        md.push_str(&format!(" {} |", t.name));
+    }
+    md.push_str(&format!(
+        " {} | {} | {} | abstention acc | KU newest-first |\n|",
+        metrics[0], metrics[1], metrics[2]
+    ));
+    md.push_str(&"---|".repeat(varied.len()));
+    md.push_str("---:|---:|---:|---:|---:|\n");
+    let rate = |v: Option<f64>| v.map_or("–".into(), |v| format!("{v:.3}"));
     let mut rows = Vec::new();
     for (point, report) in points.iter().zip(&reports) {
         let vals: Vec<f64> = metrics.iter().map(|m| report.overall(m)).collect();
+        md.push('|');
+        let mut row = serde_json::Map::new();
+        for t in &varied {
+            md.push_str(&format!(" {} |", point.value(t.name)));
+            row.insert(t.name.into(), point.value(t.name).into());
+        }
         md.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {} | {} |\n",
-            point.vector_weight,
-            bm25_label(point.bm25),
-            point.half_life,
-            point.decay_floor,
-            point.min_evidence_cosine,
-            point.min_relevance,
-            point.min_hit_relevance,
-            point.pool,
-            update_label(point.update_similarity),
-            update_label(point.update_isolation),
-            update_label(point.update_relevance_share),
-            support_label(point.lexical_support),
-            question_label(point.question_evidence),
-            point.question_weight,
+            " {:.3} | {:.3} | {:.3} | {} | {} |\n",
             vals[0],
             vals[1],
             vals[2],
-            report
-                .abstention_accuracy
-                .map_or("–".into(), |v| format!("{v:.3}")),
-            report
-                .ku_newest_first
-                .map_or("–".into(), |v| format!("{v:.3}")),
+            rate(report.abstention_accuracy),
+            rate(report.ku_newest_first),
         ));
-        rows.push(json!({
-            "vector_weight": point.vector_weight,
-            "bm25": bm25_label(point.bm25),
-            "half_life_days": point.half_life,
-            "decay_floor": point.decay_floor,
-            "min_evidence_cosine": point.min_evidence_cosine,
-            "min_relevance": point.min_relevance,
-            "min_hit_relevance": point.min_hit_relevance,
-            "candidate_pool": point.pool,
-            "update_similarity": point.update_similarity,
-            "update_isolation": point.update_isolation,
-            "update_relevance_share": point.update_relevance_share,
-            "lexical_support": support_label(point.lexical_support),
-            "question_evidence": question_label(point.question_evidence),
-            "question_weight": point.question_weight,
-            "overall": report.overall_json(),
-        }));
+        row.insert("name".into(), point.name(&base).into());
+        row.insert("overall".into(), report.overall_json());
+        rows.push(serde_json::Value::Object(row));
     }
     for baseline in &reports[points.len()..] {
         md.push_str(&format!(
-            "| {} only | | | | | | | | | | | | | | {:.3} | {:.3} | {:.3} | – | {} |\n",
+            "| {} only |{} {:.3} | {:.3} | {:.3} | – | {} |\n",
             baseline.ranker,
+            " |".repeat(varied.len().saturating_sub(1)),
             baseline.overall(&metrics[0]),
             baseline.overall(&metrics[1]),
             baseline.overall(&metrics[2]),
-            baseline
-                .ku_newest_first
-                .map_or("–".into(), |v| format!("{v:.3}")),
+            rate(baseline.ku_newest_first),
         ));
     }
     let mut plots = Vec::new();
-    for param in PARAMS {
+    for t in &varied {
         let mut line: Vec<(f64, f64)> = Vec::new();
         let mut abst: Vec<(f64, f64)> = Vec::new();
         for (point, report) in points.iter().zip(&reports) {
-            if !varies_only(point, param) {
+            if !point.varies_only(&base, t.name) {
                 continue;
             }
-            if let Some(x) = point.value(param) {
+            if let Some(x) = (t.axis)(&point.config) {
                 line.push((x, report.overall(&args.metric)));
                 if let Some(a) = report
                     .abstention_accuracy
@@ -1218,18 +944,14 @@ pub async fn sweep_command(args: &SweepArgs) -> anyhow::Result<()> {
         if !abst.is_empty() {
             series.push(("abstention accuracy".into(), abst));
         }
-        let path = args.out.join(format!("{param}.svg"));
-        let log_x = matches!(
-            param,
-            "half_life_days" | "candidate_pool" | "bm25_saturation_k"
-        );
+        let path = args.out.join(format!("{}.svg", t.name));
         plot(
             &path,
-            &format!("{} vs {param}", args.metric),
-            param,
+            &format!("{} vs {}", args.metric, t.name),
+            t.name,
             "score",
             &series,
-            log_x,
+            t.log_axis,
         )?;
         plots.push(path.display().to_string());
     }
@@ -1262,45 +984,4 @@ pub async fn sweep_command(args: &SweepArgs) -> anyhow::Result<()> {
         markdown_path(&json_path).display()
     );
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_lexical_support_ramp_is_lo_colon_hi_or_off() {
-        let default = LexicalSupport::default();
-        let ramp = parse_support(" 0.1:0.3 ").unwrap().unwrap();
-        assert_eq!((ramp.unrelated_below, ramp.related_from), (0.1, 0.3));
-        assert_eq!(ramp.strong_match, default.strong_match);
-        assert_eq!(ramp.question_offset, default.question_offset);
-        assert_eq!(support_label(Some(ramp)), "0.1:0.3:0.2");
-        let offset = parse_support("0.1:0.3:0.05").unwrap().unwrap();
-        assert_eq!(offset.question_offset, 0.05);
-        assert_eq!((offset.unrelated_below, offset.related_from), (0.1, 0.3));
-        assert_eq!(parse_support("off").unwrap(), None);
-        for bad in [
-            "0.4:0.2",
-            "0.3",
-            "a:b",
-            "",
-            "0.1:0.3:x",
-            "off:0.1",
-            "0.1:0.3:0.1:0.2",
-        ] {
-            assert!(parse_support(bad).is_err(), "{bad:?} was accepted");
-        }
-    }
-
-    #[test]
-    fn question_evidence_is_cos_colon_lex_or_off() {
-        let asks = parse_question(" 0.3:0.55 ").unwrap().unwrap();
-        assert_eq!((asks.min_cosine, asks.min_lexical), (0.3, 0.55));
-        assert_eq!(question_label(Some(asks)), "0.3:0.55");
-        assert_eq!(parse_question("off").unwrap(), None);
-        for bad in ["0.3", "a:0.6", "0.3:", ""] {
-            assert!(parse_question(bad).is_err(), "{bad:?} was accepted");
-        }
-    }
 }

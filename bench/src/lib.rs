@@ -7,6 +7,7 @@
 //! - [`vector_cache`]: embeddings cached on disk by content hash.
 //! - [`report`]: markdown, JSON, progress bars, SVG plots.
 //! - [`commands`]: the `recall-bench` command line and what each command runs.
+//! - [`tunables`]: every scorer tunable by name, the table `sweep` reads.
 //! - [`corpus_eval`]: the write-and-recall path on a seeded agent-memory
 //!   corpus with known answers.
 //! - [`scale`]: speed against corpus size.
@@ -20,6 +21,7 @@ pub mod report;
 pub mod scale;
 pub mod sources;
 pub mod speed;
+pub mod tunables;
 pub mod vector_cache;
 
 pub use speed::{
