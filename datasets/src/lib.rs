@@ -12,8 +12,8 @@
 //!   single-session-user, single-session-preference, multi-session,
 //!   knowledge-update, temporal-reasoning and abstention (`_abs`).
 //! - [`chat_probes`]: a second, independent probe generator (no template,
-//!   filler, name or value in common with [`probes`]): the held-out set
-//!   defaults are never tuned on.
+//!   filler, name or value in common with [`probes`]); its seed 11 is the
+//!   held-out set no default is tuned on.
 //! - [`locomo`]: the LoCoMo loader with the dataset README's cleaning
 //!   rules, the train/test split by conversation ([`locomo::Split`]) and
 //!   cross-conversation unanswerable questions.

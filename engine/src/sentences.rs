@@ -71,9 +71,10 @@ fn label(content: &str) -> Option<&str> {
 }
 
 /// Whether every sentence of `content` is a question: it ends with `?`
-/// (before closing quotes or brackets). Sentences are cut as
-/// [`sentences`] cuts them; a content without a letter or digit asks
-/// nothing.
+/// (before closing quotes or brackets) and is shorter than 24 words (a
+/// longer one carries statements, `LONG_QUESTION_WORDS`). Sentences are
+/// cut as [`sentences`] cuts them; a content without a letter or digit
+/// asks nothing.
 ///
 /// A memory that only asks ("What are some cheap date ideas in
 /// Montreal?", a request a user once made) states nothing that could
@@ -87,6 +88,9 @@ fn label(content: &str) -> Option<&str> {
 /// assert!(asks_only("Dana: \"Is the freeze on Friday?\""));
 /// assert!(!asks_only("Write a short haiku about rain."));
 /// assert!(!asks_only("?!"));
+/// // A long question tells something on the way.
+/// assert!(!asks_only("Honestly, what use is a history degree these days, when every \
+///     job ad I scroll past wants five years of sales experience and a car?"));
 /// ```
 pub fn asks_only(content: &str) -> bool {
     // Recall asks this of every candidate it scores; most memories state
@@ -97,11 +101,21 @@ pub fn asks_only(content: &str) -> bool {
     let pieces = pieces(content);
     !pieces.is_empty()
         && pieces.iter().all(|&(start, end)| {
-            content[start..end]
+            let piece = &content[start..end];
+            piece
                 .trim_end_matches(['"', '\'', ')', ']', '\u{201d}', '\u{2019}'])
                 .ends_with('?')
+                && piece.split_whitespace().count() < LONG_QUESTION_WORDS
         })
 }
+
+/// Words from which a question is taken to carry statements of its own: a
+/// request is short ("Can you recommend podcasts about rain?"), while a
+/// question of 24 words or more tells something on the way ("Honestly,
+/// what use is a history degree these days, when every job ad I scroll
+/// past wants five years of sales experience and a car?"). Measured:
+/// `docs/MEASUREMENTS.md`, section `LONG_QUESTION_WORDS`.
+const LONG_QUESTION_WORDS: usize = 24;
 
 /// The pieces [`sentences`] embeds, before labels.
 fn cut(content: &str) -> Vec<&str> {
