@@ -16,18 +16,24 @@ use rmcp::ServiceExt;
 use tools::Policy;
 
 /// Settings of `recall mcp`. Each can also come from the environment (an MCP
-/// client's server entry usually has an `env` map).
-#[derive(clap::Args, Debug)]
+/// client's server entry usually has an `env` map) or from a JSON config
+/// file (`--config`); a flag or variable wins over the file.
+#[derive(clap::Args, Debug, Default)]
 pub struct McpArgs {
-    /// The only tenant this server reads and writes.
+    /// A JSON object with any of `tenant`, `read` (a list), `write_bank`,
+    /// `agent` and `session`; flags and variables override it.
+    #[arg(long, env = "RECALL_CONFIG")]
+    config: Option<PathBuf>,
+    /// The only tenant this server reads and writes (required here, in the
+    /// environment or in the config file).
     #[arg(long, env = "RECALL_TENANT")]
-    tenant: String,
+    tenant: Option<String>,
     /// Banks recall may read, comma separated; the write bank is always read.
     #[arg(long, env = "RECALL_READ", value_delimiter = ',')]
     read: Vec<String>,
-    /// The bank new memories go to.
-    #[arg(long, env = "RECALL_WRITE_BANK", default_value = "org")]
-    write_bank: String,
+    /// The bank new memories go to (default `org`).
+    #[arg(long, env = "RECALL_WRITE_BANK")]
+    write_bank: Option<String>,
     /// Recorded as the author of what this server remembers.
     #[arg(long, env = "RECALL_AGENT")]
     agent: Option<String>,
@@ -36,11 +42,59 @@ pub struct McpArgs {
     session: Option<String>,
 }
 
+/// The config file's settings (`--config`); unknown keys are refused so a
+/// misspelt `tenant` does not silently fall back.
+#[derive(serde::Deserialize, Debug, Default, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct McpFile {
+    tenant: Option<String>,
+    #[serde(default)]
+    read: Vec<String>,
+    write_bank: Option<String>,
+    agent: Option<String>,
+    session: Option<String>,
+}
+
+impl McpFile {
+    fn load(path: &std::path::Path) -> anyhow::Result<McpFile> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading the config file {}", path.display()))?;
+        serde_json::from_str(&text).with_context(|| {
+            format!(
+                "the config file {} is not a valid settings object",
+                path.display()
+            )
+        })
+    }
+}
+
 impl McpArgs {
+    /// The settings with the config file's filled in where no flag or
+    /// variable gave them.
+    fn merged(mut self) -> anyhow::Result<McpArgs> {
+        let Some(path) = &self.config else {
+            return Ok(self);
+        };
+        let file = McpFile::load(path)?;
+        self.tenant = self.tenant.or(file.tenant);
+        if self.read.is_empty() {
+            self.read = file.read;
+        }
+        self.write_bank = self.write_bank.or(file.write_bank);
+        self.agent = self.agent.or(file.agent);
+        self.session = self.session.or(file.session);
+        Ok(self)
+    }
+
     fn policy(&self) -> anyhow::Result<Policy> {
-        recall::validate_scope_name("tenant", &self.tenant)?;
-        recall::validate_scope_name("bank", &self.write_bank)?;
-        let mut read = vec![self.write_bank.clone()];
+        let tenant = self
+            .tenant
+            .clone()
+            .context("no tenant: give --tenant, RECALL_TENANT or \"tenant\" in the config file")?;
+        let write_bank = self.write_bank.clone().unwrap_or_else(|| "org".into());
+        recall::validate_scope_name("tenant", &tenant)?;
+        recall::validate_scope_name("bank", &write_bank)?;
+        let mut read = vec![write_bank.clone()];
         for bank in &self.read {
             recall::validate_scope_name("bank", bank)?;
             if !read.contains(bank) {
@@ -51,9 +105,9 @@ impl McpArgs {
             recall::validate_scope_name("session", session)?;
         }
         Ok(Policy {
-            tenant: self.tenant.clone(),
+            tenant,
             read,
-            write_bank: self.write_bank.clone(),
+            write_bank,
             agent: self.agent.clone(),
         })
     }
@@ -61,6 +115,7 @@ impl McpArgs {
 
 /// Serves one MCP client on stdin/stdout until it disconnects.
 pub async fn run(data: PathBuf, args: McpArgs) -> anyhow::Result<()> {
+    let args = args.merged()?;
     let policy = args.policy()?;
     std::fs::create_dir_all(&data).with_context(|| format!("creating {}", data.display()))?;
     let role = share::elect(&data, &policy).await?;
@@ -98,5 +153,67 @@ async fn terminated() -> &'static str {
     tokio::select! {
         _ = term.recv() => "SIGTERM",
         _ = int.recv() => "SIGINT",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(json: &str) -> (tempfile::NamedTempFile, PathBuf) {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        std::io::Write::write_all(&mut f, json.as_bytes()).unwrap();
+        let path = f.path().to_path_buf();
+        (f, path)
+    }
+
+    #[test]
+    fn the_config_file_fills_what_no_flag_gave_and_a_flag_wins() {
+        let (_f, path) = file(
+            r#"{"tenant": "acme", "read": ["org", "user:ana"], "write_bank": "user:ana", "agent": "cursor"}"#,
+        );
+        let from_file = McpArgs {
+            config: Some(path.clone()),
+            ..McpArgs::default()
+        };
+        let policy = from_file.merged().unwrap().policy().unwrap();
+        assert_eq!(policy.tenant, "acme");
+        assert_eq!(policy.write_bank, "user:ana");
+        assert_eq!(policy.read, ["user:ana", "org"]);
+        assert_eq!(policy.agent.as_deref(), Some("cursor"));
+        let flags = McpArgs {
+            config: Some(path),
+            tenant: Some("other".into()),
+            read: vec!["team".into()],
+            ..McpArgs::default()
+        };
+        let policy = flags.merged().unwrap().policy().unwrap();
+        assert_eq!(policy.tenant, "other");
+        assert_eq!(policy.read, ["user:ana", "team"]);
+    }
+
+    #[test]
+    fn a_bad_config_file_or_no_tenant_is_a_clear_error() {
+        let (_f, path) = file(r#"{"tenannt": "acme"}"#);
+        let misspelt = McpArgs {
+            config: Some(path),
+            ..McpArgs::default()
+        };
+        let err = format!("{:#}", misspelt.merged().unwrap_err());
+        assert!(err.contains("tenannt"), "{err}");
+        let missing = McpArgs {
+            config: Some(PathBuf::from("/nonexistent/recall.json")),
+            ..McpArgs::default()
+        };
+        assert!(format!("{:#}", missing.merged().unwrap_err()).contains("reading the config file"));
+        let none = McpArgs::default().merged().unwrap();
+        let err = format!("{:#}", none.policy().unwrap_err());
+        assert!(err.contains("no tenant"), "{err}");
+        // Without a config file the default write bank is org.
+        let plain = McpArgs {
+            tenant: Some("acme".into()),
+            ..McpArgs::default()
+        };
+        assert_eq!(plain.policy().unwrap().read, ["org"]);
     }
 }
