@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::memory::Kind;
 use crate::policy::ReadPolicy;
 use crate::rank::{Found, Query, RecallResult, rank};
-use crate::score::effective_confidence;
+use crate::score::faded;
 use crate::state::{TenantState, to_ms};
 use crate::validate;
 
@@ -246,13 +246,12 @@ impl RecallBuilder {
             && self
                 .observed_until
                 .is_none_or(|u| m.row.observed_at_ms < to_ms(u))
-            && (!meta.inferred
-                || effective_confidence(
-                    config,
-                    m.row.confidence,
-                    true,
-                    now_ms - m.last_confirmed_ms,
-                ) >= config.min_confidence)
+            && !faded(
+                config,
+                m.row.confidence,
+                meta.inferred,
+                now_ms - m.last_confirmed_ms,
+            )
     }
 
     /// The named banks this caller may read: a `session:<id>` bank only

@@ -12,7 +12,7 @@ use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::memory::{Kind, Memory, Source, Trust};
-use crate::score::effective_confidence;
+use crate::score::faded;
 use crate::state::to_ms;
 use crate::validate;
 
@@ -127,10 +127,12 @@ impl Engine {
             if t.drifted(m) {
                 queue.drifted.push(t.view(i));
             }
-            if m.source == Source::Inferred
-                && effective_confidence(config, m.row.confidence, true, now - m.last_confirmed_ms)
-                    < config.min_confidence
-            {
+            if faded(
+                config,
+                m.row.confidence,
+                m.source == Source::Inferred,
+                now - m.last_confirmed_ms,
+            ) {
                 queue.low_confidence.push(t.view(i));
             }
             if m.trust == Trust::Quarantined {

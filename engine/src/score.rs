@@ -373,6 +373,20 @@ pub fn effective_confidence(
     (f64::from(written) * 0.5f64.powf(days / config.inferred_half_life_days)) as f32
 }
 
+/// Whether an inferred memory has faded out of recall: its effective
+/// confidence fell below [`ScoringConfig::min_confidence`] (recall skips
+/// it; the review queue lists it as low confidence). A memory written
+/// explicitly never fades.
+pub(crate) fn faded(
+    config: &ScoringConfig,
+    written: f32,
+    inferred: bool,
+    since_confirmed_ms: i64,
+) -> bool {
+    inferred
+        && effective_confidence(config, written, true, since_confirmed_ms) < config.min_confidence
+}
+
 #[cfg(test)]
 impl Breakdown {
     /// A hit whose cosine, relevance and score are all `rel`: no lexical
@@ -475,5 +489,15 @@ mod tests {
         let month = 30 * DAY_MS as i64;
         assert!((effective_confidence(&c, 0.8, true, month) - 0.4).abs() < 1e-5);
         assert_eq!(effective_confidence(&c, 0.8, false, month), 0.8);
+    }
+
+    #[test]
+    fn an_inferred_memory_fades_below_the_floor_and_an_explicit_one_never() {
+        let c = ScoringConfig::default();
+        let month = 30 * DAY_MS as i64;
+        // 0.8 → 0.4 after a month (above 0.3), 0.2 after two.
+        assert!(!faded(&c, 0.8, true, month));
+        assert!(faded(&c, 0.8, true, 2 * month));
+        assert!(!faded(&c, 0.8, false, 100 * month));
     }
 }
