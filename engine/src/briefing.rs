@@ -68,6 +68,13 @@ impl Engine {
                 .filter(|h| h.memory.trust != Trust::Quarantined)
                 .map(|h| briefing_line(&h.memory, now)),
         );
+        // A token is at least one byte in every vocabulary (WordPiece,
+        // byte-level BPE), so when the bytes fit, so do the tokens, and
+        // the tokenizer (about 1 ms for ten lines) is not needed.
+        let bytes: usize = lines.iter().map(String::len).sum::<usize>() + lines.len() - 1;
+        if bytes <= budget_tokens {
+            return lines.join("\n");
+        }
         let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
         let counts = self
             .embedder()

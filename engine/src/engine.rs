@@ -6,8 +6,8 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 use recall_indexer::{
-    AuditEntry, AuditOp, DEFAULT_DIM, Embedder, FastEmbedder, LexicalSearcher, Record, Store,
-    StoreOptions, embed_checked,
+    AuditEntry, AuditOp, DEFAULT_DIM, Durability, Embedder, FastEmbedder, LexicalSearcher, Record,
+    Store, StoreOptions, embed_checked,
 };
 use serde::Serialize;
 use uuid::Uuid;
@@ -349,10 +349,23 @@ impl Engine {
 
     /// Appends records durably and applies them to the in-memory state.
     pub(crate) async fn persist(&self, store: &mut Store, records: Vec<Record>) -> Result<()> {
+        self.persist_with(store, records, Durability::Immediate)
+            .await
+    }
+
+    /// [`Engine::persist`] with the log's guarantee named: impressions are
+    /// [`Durability::Logged`], everything a caller is told about is
+    /// `Immediate`.
+    async fn persist_with(
+        &self,
+        store: &mut Store,
+        records: Vec<Record>,
+        durability: Durability,
+    ) -> Result<()> {
         if records.is_empty() {
             return Ok(());
         }
-        let written = store.append(records).await?;
+        let written = store.append_with(records, durability).await?;
         self.write_state()?.apply_all(written);
         Ok(())
     }
@@ -561,7 +574,13 @@ impl Engine {
                 })
                 .collect()
         };
-        self.persist(&mut store, events).await
+        // Not fsynced: an impression is no write the caller was promised,
+        // and the fsync was most of a session's recall (MEASUREMENTS.md,
+        // "MCP"). A killed process keeps it (the OS has the bytes);
+        // a power loss can drop the newest, and the citation that needs it
+        // is fsynced after it in the same log, which makes it durable too.
+        self.persist_with(&mut store, events, Durability::Logged)
+            .await
     }
 
     /// Counts for `recall status`.

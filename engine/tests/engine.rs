@@ -1178,6 +1178,24 @@ async fn crash_writer_child() {
 /// `RECALL_CRASH_DIR`, collects what it prints as `ACK <what>` once each
 /// operation was acknowledged, and SIGKILLs it after `n` of them.
 fn run_and_kill_lines(child: &str, dir: &std::path::Path, n: usize) -> Vec<String> {
+    run_and_kill_begun(child, dir, n).acked
+}
+
+/// What a killed child printed: `ACK <what>` lines (acknowledged) and
+/// `BEGIN <what>` lines (started, maybe done, never acknowledged).
+struct Printed {
+    acked: Vec<String>,
+    begun: Vec<String>,
+}
+
+/// How long a child may go without printing before the test gives up on
+/// it (a hung child must fail the test, not hang CI).
+const CHILD_SILENCE: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// [`run_and_kill_lines`], also keeping the `BEGIN` lines. The child's
+/// output is read on a thread, so a silent child fails after
+/// [`CHILD_SILENCE`] instead of blocking forever.
+fn run_and_kill_begun(child: &str, dir: &std::path::Path, n: usize) -> Printed {
     let mut process = Command::new(std::env::current_exe().unwrap())
         .args([
             "--ignored",
@@ -1191,23 +1209,46 @@ fn run_and_kill_lines(child: &str, dir: &std::path::Path, n: usize) -> Vec<Strin
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut acked = Vec::new();
-    for line in BufReader::new(process.stdout.take().unwrap()).lines() {
-        if let Some(what) = line.unwrap().strip_prefix("ACK ") {
-            acked.push(what.trim().to_string());
-            if acked.len() == n {
-                process.kill().unwrap(); // SIGKILL on Unix
+    let stdout = process.stdout.take().unwrap();
+    let (lines, received) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
                 break;
             }
         }
+    });
+    let mut printed = Printed {
+        acked: Vec::new(),
+        begun: Vec::new(),
+    };
+    while printed.acked.len() < n {
+        match received.recv_timeout(CHILD_SILENCE) {
+            Ok(line) => {
+                if let Some(what) = line.strip_prefix("ACK ") {
+                    printed.acked.push(what.trim().to_string());
+                } else if let Some(what) = line.strip_prefix("BEGIN ") {
+                    printed.begun.push(what.trim().to_string());
+                }
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                let _ = process.kill();
+                panic!("the child printed nothing for {CHILD_SILENCE:?}");
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+        }
     }
+    let _ = process.kill(); // SIGKILL on Unix
     process.wait().unwrap();
+    // Drain what the child wrote before it died, so the reader ends.
+    drop(received);
+    reader.join().unwrap();
     assert_eq!(
-        acked.len(),
+        printed.acked.len(),
         n,
         "the child died before {n} acknowledged operations"
     );
-    acked
+    printed
 }
 
 /// [`run_and_kill_lines`] for children that acknowledge with `ACK <id>`.
@@ -1672,4 +1713,82 @@ async fn without_a_model_the_engine_serves_lexical_recall() {
     assert_eq!(result.hits[0].memory.id, id);
     assert_eq!(result.hits[0].breakdown.cosine, None);
     assert!(!result.hits[0].memory.has_vector);
+}
+
+/// The write path's bands turn exactly at `dedup_threshold` (0.94) and
+/// `similar_threshold` (0.82), pinned here as documented, measured on the
+/// caller's own vectors so the cosines are exact.
+#[tokio::test]
+async fn near_copy_and_similar_bands_turn_at_the_documented_cosines() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = open(dir.path()).await;
+    let write = engine.config().write.clone();
+    assert_eq!(
+        (write.dedup_threshold, write.similar_threshold),
+        (0.94, 0.82)
+    );
+    let base = direction(&[(0, 1.0)]);
+    for (cosine, expect) in [
+        (0.941, "dedup"),
+        (0.939, "similar"),
+        (0.821, "similar"),
+        (0.819, "apart"),
+    ] {
+        // One bank per case: each new memory meets only its own base.
+        let bank = format!("band:{cosine}");
+        let first = engine
+            .remember(
+                NewMemory::new(TENANT, &bank, Kind::Note, format!("Base memory {cosine}"))
+                    .vector(base.clone()),
+            )
+            .await
+            .unwrap()
+            .id();
+        let other = direction(&[(0, cosine), (1, (1.0 - cosine * cosine).sqrt())]);
+        let outcome = engine
+            .remember(
+                NewMemory::new(TENANT, &bank, Kind::Note, format!("Second memory {cosine}"))
+                    .vector(other),
+            )
+            .await
+            .unwrap();
+        match (expect, &outcome) {
+            ("dedup", Remembered::Deduplicated { id, .. }) => assert_eq!(*id, first),
+            ("similar", Remembered::Stored { similar_to, .. }) => {
+                assert_eq!(similar_to.iter().map(|s| s.id).collect::<Vec<_>>(), [first]);
+                assert!((similar_to[0].cosine - cosine).abs() < 1e-4);
+            }
+            ("apart", Remembered::Stored { similar_to, .. }) => {
+                assert!(similar_to.is_empty(), "{outcome:?}")
+            }
+            _ => panic!("cosine {cosine}: expected {expect}, got {outcome:?}"),
+        }
+    }
+}
+
+/// One writer per data directory: a second engine gets `Locked` (after
+/// waiting out the lock's grace period) and writes nothing; once the first
+/// is dropped, it opens and sees the first one's writes.
+#[tokio::test]
+async fn a_second_engine_on_one_directory_is_locked_out_until_the_first_closes() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = open(dir.path()).await;
+    let id = first
+        .remember(note(Kind::Fact, "The build cache lives in /var/cache/ci."))
+        .await
+        .unwrap()
+        .id();
+    let second = Engine::open(Config::new(dir.path()).model(model())).await;
+    assert!(
+        matches!(
+            second,
+            Err(Error::Storage(recall::IndexerError::Locked { .. }))
+        ),
+        "{:?}",
+        second.err()
+    );
+    drop(first);
+    let reopened = open(dir.path()).await;
+    assert_eq!(reopened.list(TENANT, None).await.unwrap().len(), 1);
+    assert!(reopened.get(TENANT, id).await.is_ok());
 }

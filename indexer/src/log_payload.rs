@@ -140,7 +140,7 @@ pub(crate) fn decode(payload: &[u8]) -> Option<Vec<Record>> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::rows::{EventRow, MemoryRow, VectorRow};
 
@@ -173,7 +173,9 @@ mod tests {
         })
     }
 
-    fn mixed(n: u64) -> Vec<Record> {
+    /// `n` records of every kind, with and without vectors (the log's
+    /// tests use them too).
+    pub(crate) fn mixed(n: u64) -> Vec<Record> {
         (0..n)
             .map(|seq| match seq % 4 {
                 0 => memory(seq, Some(vec![0.1, -2.5e-8, f32::MIN_POSITIVE, seq as f32])),

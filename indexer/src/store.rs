@@ -18,8 +18,9 @@ use crate::wal::{self, SEALED, Wal};
 /// dropped a moment ago may still be finishing its background flush.
 const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// What a successful write guarantees. recall has one level today; it is
-/// named so the guarantee is written down where callers look.
+/// What a successful write guarantees, named so the guarantee is written
+/// down where callers look. Every write a caller is told about is
+/// [`Durability::Immediate`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum Durability {
@@ -32,6 +33,15 @@ pub enum Durability {
     /// always hold every acknowledged write.
     #[default]
     Immediate,
+    /// The write is in the write-ahead log before the call returns but not
+    /// fsynced: a `kill -9` right after loses nothing (the OS holds the
+    /// bytes), a power loss or OS crash may lose it until the next
+    /// [`Durability::Immediate`] write, the next flush of the log or the
+    /// store's close fsyncs the log. For records no caller was promised
+    /// (the engine's impressions: that a recall dealt a memory in a
+    /// session). Order is kept: a record written after it with
+    /// `Immediate` makes it durable too.
+    Logged,
 }
 
 /// Records a background flush waits for by default ([`StoreOptions::flush_every`]):
@@ -271,7 +281,18 @@ impl Store {
     /// Writes a batch durably ([`Durability::Immediate`]) and returns it with
     /// sequence numbers assigned. The batch is one log frame: after a crash it
     /// is there whole or (if this call did not return) not at all.
-    pub async fn append(&mut self, mut records: Vec<Record>) -> Result<Vec<Record>> {
+    pub async fn append(&mut self, records: Vec<Record>) -> Result<Vec<Record>> {
+        self.append_with(records, Durability::Immediate).await
+    }
+
+    /// [`Store::append`] with the guarantee named: [`Durability::Logged`]
+    /// skips the fsync.
+    pub async fn append_with(
+        &mut self,
+        mut records: Vec<Record>,
+        durability: Durability,
+    ) -> Result<Vec<Record>> {
+        let sync = durability == Durability::Immediate;
         for record in &mut records {
             record.set_seq(self.next_seq);
             self.next_seq += 1;
@@ -292,7 +313,7 @@ impl Store {
             // once the log holds their records.
             let (wal, lexical) = (&mut self.wal, &self.lexical);
             rayon::join(
-                || wal.append(&records, &vectors),
+                || wal.append(&records, &vectors, sync),
                 || lexical.documents(&memories),
             )
         };

@@ -122,10 +122,21 @@ enum Command {
         tenant: String,
     },
     /// Bulk import a JSONL file (one memory per line: bank, kind, content, and optional fields).
+    ///
+    /// Memories are written in calls of --batch, each durable before the
+    /// next starts. If a call fails, the error (and `acknowledged_lines` in
+    /// --json) says how many of the file's first lines are written: re-run
+    /// with --skip that many to go on.
     Import {
         #[arg(long)]
         tenant: String,
         file: PathBuf,
+        /// Skip the file's first N lines (already imported).
+        #[arg(long, default_value_t = 0)]
+        skip: usize,
+        /// Memories per durable call.
+        #[arg(long, default_value_t = recall::IMPORT_BATCH)]
+        batch: usize,
     },
     /// Mark a memory as checked and still true.
     Confirm {
@@ -383,7 +394,19 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 print_recall(&result);
             }
         }
-        Command::Import { tenant, file } => import(&engine, &tenant, &file, cli.json).await?,
+        Command::Import {
+            tenant,
+            file,
+            skip,
+            batch,
+        } => {
+            let source = ImportSource {
+                file: &file,
+                skip,
+                batch,
+            };
+            import(&engine, &tenant, source, cli.json).await?
+        }
         Command::Erase {
             tenant,
             id,
@@ -621,28 +644,50 @@ fn show(json: bool, m: &Memory) -> anyhow::Result<()> {
     }
 }
 
-async fn import(engine: &Engine, tenant: &str, file: &PathBuf, json: bool) -> anyhow::Result<()> {
+/// Where an import reads from: the file, lines already imported, and
+/// memories per durable call.
+struct ImportSource<'a> {
+    file: &'a PathBuf,
+    skip: usize,
+    batch: usize,
+}
+
+/// Imports a JSONL file. A line that does not parse stops the import before
+/// anything is written. A call that fails stops it after the calls before
+/// it, which are durable: the error names how many of the file's first
+/// lines are written (`acknowledged_lines`, also printed as JSON on stdout
+/// with `--json`), so `--skip` that many resumes exactly.
+async fn import(
+    engine: &Engine,
+    tenant: &str,
+    source: ImportSource<'_>,
+    json: bool,
+) -> anyhow::Result<()> {
+    let ImportSource { file, skip, batch } = source;
     let reader = std::io::BufReader::new(
         std::fs::File::open(file).with_context(|| format!("opening {}", file.display()))?,
     );
-    let mut lines = Vec::new();
-    for (n, line) in reader.lines().enumerate() {
+    // The file's line number (1-based) of each memory, beside it.
+    let mut line_of = Vec::new();
+    let mut memories = Vec::new();
+    for (n, line) in reader.lines().enumerate().skip(skip) {
         let line = line.with_context(|| format!("reading {}", file.display()))?;
-        let Some(memory) =
-            recall::parse_import_line(tenant, &line).with_context(|| format!("line {}", n + 1))?
+        let Some(memory) = recall::parse_import_line(tenant, &line)
+            .with_context(|| format!("line {}; nothing was imported", n + 1))?
         else {
             continue;
         };
-        lines.push(memory);
+        line_of.push(n + 1);
+        memories.push(memory);
     }
-    let bar = indicatif::ProgressBar::new(lines.len() as u64);
+    let bar = indicatif::ProgressBar::new(memories.len() as u64);
     if json {
         bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
     let (mut stored, mut deduplicated) = (0usize, 0usize);
-    let total = lines.len();
-    engine
-        .import(lines, recall::IMPORT_BATCH, |outcomes| {
+    let total = memories.len();
+    let outcome = engine
+        .import(memories, batch, |outcomes| {
             for outcome in outcomes {
                 match outcome {
                     Remembered::Stored { .. } => stored += 1,
@@ -651,13 +696,40 @@ async fn import(engine: &Engine, tenant: &str, file: &PathBuf, json: bool) -> an
             }
             bar.inc(outcomes.len() as u64);
         })
-        .await?;
+        .await;
     bar.finish_and_clear();
+    let written = stored + deduplicated;
+    // Every line up to the last written memory's is done (blank lines
+    // included); with none written, only the skipped ones.
+    let acknowledged_lines = written
+        .checked_sub(1)
+        .and_then(|last| line_of.get(last).copied())
+        .unwrap_or(skip);
     if json {
-        print_json(
-            &serde_json::json!({"read": total, "stored": stored, "deduplicated": deduplicated}),
-        )?;
-    } else {
+        let mut report = serde_json::json!({
+            "read": total,
+            "stored": stored,
+            "deduplicated": deduplicated,
+            "acknowledged_lines": acknowledged_lines,
+        });
+        if let Err(e) = &outcome {
+            report["error"] = serde_json::Value::String(format!("{e:#}"));
+        }
+        print_json(&report)?;
+    }
+    if let Err(e) = outcome {
+        let failed_from = line_of
+            .get(written)
+            .copied()
+            .unwrap_or(acknowledged_lines + 1);
+        return Err(anyhow::Error::new(e).context(format!(
+            "import stopped at the call starting at line {failed_from} of {}: \
+             the first {acknowledged_lines} lines are imported ({stored} stored, \
+             {deduplicated} deduplicated); re-run with --skip {acknowledged_lines} to go on",
+            file.display()
+        )));
+    }
+    if !json {
         println!("imported {total} lines: {stored} stored, {deduplicated} deduplicated");
     }
     Ok(())
