@@ -659,6 +659,20 @@ impl LexicalIndex {
         Ok(sum)
     }
 
+    /// Documents of `tenant` holding each of `text`'s terms, summed over
+    /// its distinct terms, counted as tantivy's statistics count them:
+    /// deleted documents too, until their segment is merged (which is why
+    /// an erasure merges, and why this is the check that one did).
+    pub(crate) fn doc_freq(&self, tenant: &str, text: &str) -> Result<u64> {
+        let searcher = self.reader.searcher();
+        let mut sum = 0;
+        for word in self.terms(text) {
+            let term = Term::from_field_text(self.fields.text, &tenant_word(tenant, &word));
+            sum += searcher.doc_freq(&term)?;
+        }
+        Ok(sum)
+    }
+
     /// `text` analyzed, each token qualified by the tenant.
     fn tenant_tokens(&self, tenant: &str, text: &str) -> PreTokenizedString {
         let mut analyzer = self.analyzer.clone();

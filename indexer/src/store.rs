@@ -124,6 +124,14 @@ impl LexicalSearcher {
     pub fn attainable(&self, tenant: &str, text: &str) -> Result<f32> {
         self.index.attainable(tenant, text)
     }
+
+    /// How many of `tenant`'s indexed documents hold each of `text`'s terms
+    /// (after analysis: lowercased, stemmed), summed over its distinct
+    /// terms. Deleted documents count until their segment is merged, so
+    /// after an erasure this is 0 for any term only the erased texts had.
+    pub fn doc_freq(&self, tenant: &str, text: &str) -> Result<u64> {
+        self.index.doc_freq(tenant, text)
+    }
 }
 
 /// The durable store. One writer at a time (`&mut self`); searching goes

@@ -400,8 +400,32 @@ async fn erase_removes_every_byte_of_a_memory_a_bank_and_a_tenant() {
     .await;
     assert_kept(dir.path(), &[&ann1, &ann2, &ann3, &bob1, &org1, &other]);
 
-    // One memory: its text, its vector and its sentences' vectors.
+    // The vectors of every memory to be erased, and of each sentence of
+    // one with several: on disk now, on no file after the erasures.
     let embedder = engine.embedder().unwrap().clone();
+    let erased_vectors: Vec<(String, Vec<u8>)> = [&ann1, &ann2, &ann2b, &ann3, &ann4, &bob1, &org1]
+        .iter()
+        .flat_map(|p| {
+            let mut texts = vec![p.text.clone()];
+            if recall::sentences(&p.text).len() > 1 {
+                texts.extend(recall::sentences(&p.text));
+            }
+            texts
+        })
+        .map(|text| {
+            let v = recall_indexer::embed_checked(embedder.as_ref(), &[text.as_str()]).unwrap();
+            (text, vector_bytes(&v[0]))
+        })
+        .collect();
+    let snapshot = files(dir.path());
+    for (text, bytes) in &erased_vectors {
+        assert!(
+            !holders(&snapshot, bytes).is_empty(),
+            "control: the vector of {text:?} is on disk"
+        );
+    }
+
+    // One memory: its text, its vector and its sentences' vectors.
     let ann1_vector = vector_bytes(
         &recall_indexer::embed_checked(embedder.as_ref(), &[ann1.text.as_str()]).unwrap()[0],
     );
@@ -506,6 +530,47 @@ async fn erase_removes_every_byte_of_a_memory_a_bank_and_a_tenant() {
             .await,
         Err(Error::NotFound { .. })
     ));
+
+    // Below the byte scans: the BM25 index keeps analyzed terms (stemmed,
+    // lowercased, in compressed dictionaries) that no scan for a sentence
+    // can see. A word only the erased memories had is in no document.
+    drop(engine);
+    let snapshot = files(dir.path());
+    for (text, bytes) in &erased_vectors {
+        assert!(
+            holders(&snapshot, bytes).is_empty(),
+            "the vector of {text:?} is still on disk"
+        );
+    }
+    let (store, _) =
+        recall_indexer::Store::open(recall_indexer::StoreOptions::new(dir.path(), 384))
+            .await
+            .unwrap();
+    let lexical = store.lexical();
+    for word in [
+        "heron",
+        "hazelnuts",
+        "almonds",
+        "Sparrowhawk",
+        "otter",
+        "Riverside",
+        "Larchmont",
+    ] {
+        assert_eq!(
+            lexical.doc_freq("acme", word).unwrap(),
+            0,
+            "{word} is still indexed"
+        );
+        assert!(
+            lexical
+                .search("acme", &["user:ann", "user:bob", "org"], word, 5)
+                .unwrap()
+                .is_empty()
+        );
+    }
+    // Controls: the kept memories' words are indexed.
+    assert_eq!(lexical.doc_freq("globex", "Olivetti").unwrap(), 1);
+    assert_eq!(lexical.doc_freq("acme", "pavilion").unwrap(), 1);
 }
 
 #[tokio::test]
@@ -718,6 +783,22 @@ async fn a_redacted_title_and_the_callers_vector_of_the_raw_text_reach_no_file()
         !holders(&snapshot, &vector_bytes(&kept_vector)).is_empty(),
         "control: a caller's vector of clean text is on disk"
     );
+    // Nor is any word of the secret in the BM25 index's terms.
+    {
+        let (store, _) =
+            recall_indexer::Store::open(recall_indexer::StoreOptions::new(dir.path(), 384))
+                .await
+                .unwrap();
+        let lexical = store.lexical();
+        for word in ["gonzalez", "maria", "corp"] {
+            assert_eq!(
+                lexical.doc_freq("acme", word).unwrap(),
+                0,
+                "{word} is indexed"
+            );
+        }
+        assert_eq!(lexical.doc_freq("acme", "badges").unwrap(), 1, "control");
+    }
     // The redacted memory is embedded from its redacted text instead.
     let engine = open(dir.path()).await;
     let result = engine
