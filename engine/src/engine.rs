@@ -394,6 +394,24 @@ impl Engine {
     ) -> Result<()> {
         let at_ms = at_ms.unwrap_or_else(|| to_ms(self.inner.config.clock.now()));
         let mut store = self.lock_store().await;
+        // The callers looked their memories up before waiting for the lock;
+        // an erasure may have taken one since. Checked again under the lock
+        // every write and erasure holds, so no event names an erased memory.
+        {
+            let state = self.read_state()?;
+            let t = state.tenant(tenant);
+            let superseding = match &event {
+                Event::SupersededBy(new) => Some(*new),
+                _ => None,
+            };
+            if let Some(gone) = memory
+                .into_iter()
+                .chain(superseding)
+                .find(|id| t.and_then(|t| t.get(id)).is_none())
+            {
+                return Err(Error::not_found(tenant, gone));
+            }
+        }
         let record = event.record(tenant, memory, at_ms);
         self.persist(&mut store, vec![record]).await?;
         if let Some(entry) = audit {
