@@ -15,6 +15,8 @@ use uuid::Uuid;
 
 #[path = "engine/compat.rs"]
 mod compat;
+#[path = "engine/faults.rs"]
+mod faults;
 #[path = "engine/lifecycle.rs"]
 mod lifecycle;
 #[path = "engine/properties.rs"]

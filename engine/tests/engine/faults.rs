@@ -1,0 +1,148 @@
+//! A full disk, for real: the data directory on a small tmpfs (mounted by
+//! the test, which runs as root on CI and here). An import runs into the
+//! full disk: the failed call is a typed error, the calls before it are
+//! all served (and only they), reads keep working while the disk is full,
+//! writes succeed again once there is space, without a restart, and a
+//! reopen finds exactly what was acknowledged.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use recall::{Engine, Error, IndexerError, Kind, NewMemory};
+
+use super::{model, open};
+
+/// A tmpfs mounted for the test's lifetime.
+struct SmallDisk {
+    at: PathBuf,
+}
+
+impl SmallDisk {
+    /// Mounts a tmpfs of `mib` MiB at `at`, or None when this user may not
+    /// mount (then the caller says so; as root a failure is an error).
+    fn mount(at: &Path, mib: usize) -> Option<SmallDisk> {
+        let status = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={mib}m"), "tmpfs"])
+            .arg(at)
+            .status()
+            .ok()?;
+        status.success().then(|| SmallDisk {
+            at: at.to_path_buf(),
+        })
+    }
+
+    /// Grows the filesystem: the disk is no longer full.
+    fn grow(&self, mib: usize) {
+        let status = Command::new("mount")
+            .args(["-o", &format!("remount,size={mib}m")])
+            .arg(&self.at)
+            .status()
+            .unwrap();
+        assert!(status.success(), "remount failed");
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.at).status();
+    }
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout.trim_ascii() == b"0")
+}
+
+/// A unit vector of the model's width, distinct per `i` (no two near copies).
+fn vector(i: usize) -> Vec<f32> {
+    let mut v = vec![0.0f32; 384];
+    v[i % 384] = 1.0;
+    v[(i / 384 + 7 * i + 1) % 384] += 0.5;
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    v.iter().map(|x| x / norm).collect()
+}
+
+fn memory(i: usize) -> NewMemory {
+    // One bank per memory: the synthetic vectors must never deduplicate.
+    NewMemory::new(
+        "acme",
+        format!("b{i}"),
+        Kind::Note,
+        format!("Disk test memory number {i} about the ledger replica."),
+    )
+    .vector(vector(i))
+}
+
+#[tokio::test]
+async fn a_full_disk_fails_the_write_keeps_what_was_acknowledged_and_serves_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(disk) = SmallDisk::mount(dir.path(), 6) else {
+        assert!(
+            !is_root(),
+            "running as root, but a tmpfs could not be mounted"
+        );
+        eprintln!("skipped: mounting a small filesystem needs root");
+        return;
+    };
+    let data = dir.path().join("data");
+    let engine = Engine::open(recall::Config::new(&data).model(model()))
+        .await
+        .unwrap();
+
+    // Far more than 6 MiB of log frames: the disk fills part way.
+    let total = 20_000;
+    let mut acknowledged = 0usize;
+    let outcome = engine
+        .import((0..total).map(memory), 200, |outcomes| {
+            acknowledged += outcomes.len()
+        })
+        .await;
+    let err = outcome.expect_err("6 MiB cannot hold 20,000 memories");
+    assert!(
+        matches!(&err, Error::Storage(IndexerError::Io { source, .. })
+            if source.raw_os_error() == Some(28)),
+        "expected ENOSPC as a typed storage error, got {err:?}"
+    );
+    assert!(acknowledged > 0 && acknowledged < total, "{acknowledged}");
+    assert_eq!(acknowledged % 200, 0, "calls are whole");
+    println!("disk full after {acknowledged} acknowledged memories: {err}");
+
+    // Reads work while the disk is full, and see exactly what was acknowledged.
+    let listed = engine.list("acme", None).await.unwrap();
+    assert_eq!(listed.len(), acknowledged);
+    let last = acknowledged - 1;
+    let found = engine
+        .recall("acme", format!("Disk test memory number {last}"))
+        .read([format!("b{last}")])
+        .execute()
+        .await
+        .unwrap();
+    assert!(!found.hits.is_empty(), "recall while the disk is full");
+    assert!(
+        engine
+            .get("acme", listed[0].id)
+            .await
+            .is_ok_and(|m| m.content.starts_with("Disk test memory"))
+    );
+
+    // Space again: the next write succeeds without a restart.
+    disk.grow(512);
+    let more = engine.remember(memory(total + 1)).await.unwrap().id();
+    engine.flush().await.unwrap();
+    drop(engine);
+
+    let engine = open(&data).await;
+    let listed = engine.list("acme", None).await.unwrap();
+    assert_eq!(listed.len(), acknowledged + 1, "after reopen");
+    assert!(engine.get("acme", more).await.is_ok());
+    let banks: std::collections::HashSet<String> = listed.iter().map(|m| m.bank.clone()).collect();
+    assert!(banks.contains(&format!("b{last}")));
+    assert!(
+        !banks.contains(&format!("b{acknowledged}")),
+        "the failed call's first memory is not there"
+    );
+    drop(engine);
+    drop(disk);
+}
