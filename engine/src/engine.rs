@@ -85,6 +85,10 @@ pub struct Status {
     pub without_vector: usize,
     /// Writes acknowledged but not yet flushed from the log to the tables.
     pub pending_in_log: usize,
+    /// Why the store is read-only, when it opened while its log could not
+    /// be replayed into the tables (a full disk): reads serve everything,
+    /// writes are refused until a reopen with space.
+    pub read_only: Option<String>,
 }
 
 fn resolve_embedder(model: &ModelSource) -> Result<Option<Arc<dyn Embedder>>> {
@@ -603,7 +607,10 @@ impl Engine {
 
     /// Counts for `recall status`.
     pub async fn status(&self) -> Result<Status> {
-        let pending = self.lock_store().await.pending();
+        let (pending, read_only) = {
+            let store = self.lock_store().await;
+            (store.pending(), store.read_only().map(str::to_string))
+        };
         let state = self.read_state()?;
         let mut status = Status {
             embedder: self.inner.embedder.as_ref().map(|e| e.name().to_string()),
@@ -612,6 +619,7 @@ impl Engine {
             active: 0,
             without_vector: 0,
             pending_in_log: pending,
+            read_only,
         };
         for t in state.tenants.values() {
             status.memories += t.memories.len();

@@ -76,6 +76,14 @@ pub enum IndexerError {
         /// What is closed.
         what: &'static str,
     },
+    /// The store opened read-only: the log could not be replayed into the
+    /// tables (most often a full disk). Reads serve everything, the log's
+    /// records too; writes wait for a reopen once there is space.
+    #[error("the store is read-only until it is reopened: {reason}")]
+    ReadOnly {
+        /// What failed at open.
+        reason: String,
+    },
     /// Another engine (this process or another) has the data directory open.
     #[error("{path} is in use by another recall engine (one writer per data directory)")]
     Locked {

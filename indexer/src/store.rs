@@ -137,6 +137,9 @@ impl LexicalSearcher {
 /// The durable store. One writer at a time (`&mut self`); searching goes
 /// through [`LexicalSearcher`].
 pub struct Store {
+    /// Why the store refuses writes, when it opened read-only (see
+    /// [`IndexerError::ReadOnly`]).
+    read_only: Option<String>,
     options: StoreOptions,
     tables: Tables,
     wal: Wal,
@@ -215,12 +218,24 @@ impl Store {
             }
         }
         let replayed = replay.len();
+        // A replay that cannot be written (a full disk) does not take reads
+        // down: the records are served from memory, the logs stay as they
+        // are for the next open, and the store refuses writes until then.
+        let mut read_only = None;
         if replayed > 0 {
             tracing::info!(replayed, "replaying the write-ahead log into the tables");
-            tables.append(&replay).await?;
+            if let Err(e) = tables.append(&replay).await {
+                tracing::error!(error = %e, replayed, "replaying the log failed; opening read-only");
+                read_only = Some(format!(
+                    "replaying {replayed} logged records into the tables failed ({e}); \
+                     they are served from the log"
+                ));
+            }
         }
-        wal::remove_sealed(&dir.join(SEALED))?;
-        wal.reset()?;
+        if read_only.is_none() {
+            wal::remove_sealed(&dir.join(SEALED))?;
+            wal.reset()?;
+        }
         for record in replay {
             match record {
                 Record::Memory(m) => memories.push(m),
@@ -231,7 +246,9 @@ impl Store {
 
         // An erasure a crash interrupted finishes before anything is served.
         let unfinished_erase = erase::read_intent(&dir)?;
-        if let Some(selector) = &unfinished_erase {
+        if let Some(selector) = &unfinished_erase
+            && read_only.is_none()
+        {
             tracing::warn!(
                 tenant = selector.tenant(),
                 "finishing an interrupted erasure"
@@ -240,6 +257,12 @@ impl Store {
             (memories, events, vectors) = load(&tables).await?;
         }
 
+        if let (Some(_), Some(reason)) = (&unfinished_erase, &read_only) {
+            // Never serve what an erasure was removing.
+            return Err(IndexerError::ReadOnly {
+                reason: format!("{reason}, and an interrupted erasure cannot finish"),
+            });
+        }
         let lexical = Arc::new(LexicalIndex::open(&dir.join("lexical"))?);
         if let Some(selector) = &unfinished_erase {
             lexical.erase(selector)?;
@@ -254,8 +277,14 @@ impl Store {
         let missing: Vec<&MemoryRow> = memories.iter().filter(|m| m.seq > from).collect();
         if !missing.is_empty() {
             tracing::info!(documents = missing.len(), "catching the lexical index up");
-            lexical.add(&missing)?;
-            lexical.commit()?;
+            if let Err(e) = lexical.add(&missing).and_then(|()| lexical.commit()) {
+                // Recall still has the vectors; BM25 misses these until a reopen.
+                tracing::error!(error = %e, "catching the lexical index up failed; opening read-only");
+                read_only.get_or_insert(format!(
+                    "catching the BM25 index up with {} memories failed ({e})",
+                    missing.len()
+                ));
+            }
         }
 
         let records = merged(memories, events, vectors);
@@ -274,9 +303,25 @@ impl Store {
                 compacting: Arc::new(AtomicBool::new(false)),
                 audit,
                 lock: Arc::new(lock),
+                read_only,
             },
             Recovered { records, replayed },
         ))
+    }
+
+    /// Why the store is read-only, if it is: it opened while its log could
+    /// not be replayed into the tables (see [`IndexerError::ReadOnly`]).
+    pub fn read_only(&self) -> Option<&str> {
+        self.read_only.as_deref()
+    }
+
+    fn writable(&self) -> Result<()> {
+        match &self.read_only {
+            Some(reason) => Err(IndexerError::ReadOnly {
+                reason: reason.clone(),
+            }),
+            None => Ok(()),
+        }
     }
 
     /// A handle for BM25 searches that does not borrow the store.
@@ -300,6 +345,7 @@ impl Store {
         mut records: Vec<Record>,
         durability: Durability,
     ) -> Result<Vec<Record>> {
+        self.writable()?;
         let sync = durability == Durability::Immediate;
         for record in &mut records {
             record.set_seq(self.next_seq);
@@ -407,6 +453,7 @@ impl Store {
         if self.pending.is_empty() {
             return Ok(());
         }
+        self.writable()?;
         self.tables.append(&self.pending).await?;
         self.lexical.commit()?;
         self.wal.reset()?;
@@ -467,6 +514,7 @@ impl Store {
     /// Crash-safe: the selector is recorded in an intent file first and an
     /// interrupted erasure is finished by the next [`Store::open`].
     pub async fn erase(&mut self, selector: &EraseSelector) -> Result<Vec<String>> {
+        self.writable()?;
         self.flush().await?;
         // A background compaction commits table versions of its own; the
         // purge must not race it.
@@ -488,6 +536,7 @@ impl Store {
 
     /// Appends entries to the audit log, fsynced.
     pub fn audit(&mut self, entries: &[AuditEntry]) -> Result<()> {
+        self.writable()?;
         self.audit.append(entries)
     }
 

@@ -146,3 +146,67 @@ async fn a_full_disk_fails_the_write_keeps_what_was_acknowledged_and_serves_read
     drop(engine);
     drop(disk);
 }
+
+/// Opening a store whose log cannot be replayed into the tables (the disk
+/// is full) serves reads from the log and the tables, says so in `status`,
+/// refuses writes with a typed error, and a reopen with space recovers all.
+#[tokio::test]
+async fn a_store_opened_on_a_full_disk_serves_reads_and_refuses_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(disk) = SmallDisk::mount(dir.path(), 6) else {
+        assert!(
+            !is_root(),
+            "running as root, but a tmpfs could not be mounted"
+        );
+        eprintln!("skipped: mounting a small filesystem needs root");
+        return;
+    };
+    let data = dir.path().join("data");
+    let mut acknowledged = 0usize;
+    {
+        let engine = Engine::open(recall::Config::new(&data).model(model()))
+            .await
+            .unwrap();
+        let filled = engine
+            .import((0..20_000).map(memory), 200, |outcomes| {
+                acknowledged += outcomes.len()
+            })
+            .await;
+        assert!(filled.is_err(), "the disk must fill");
+        // Dropped with every acknowledged memory only in the log.
+        assert_eq!(engine.status().await.unwrap().pending_in_log, acknowledged);
+    }
+
+    let engine = open(&data).await;
+    let status = engine.status().await.unwrap();
+    let reason = status.read_only.clone().expect("opened read-only");
+    println!("read-only: {reason}");
+    assert_eq!(status.memories, acknowledged);
+    assert_eq!(engine.list("acme", None).await.unwrap().len(), acknowledged);
+    let found = engine
+        .recall("acme", "Disk test memory number 7")
+        .read(["b7"])
+        .execute()
+        .await
+        .unwrap();
+    assert!(!found.hits.is_empty(), "recall serves the log's memories");
+    let refused = engine.remember(memory(99_999)).await;
+    assert!(
+        matches!(refused, Err(Error::Storage(IndexerError::ReadOnly { .. }))),
+        "{refused:?}"
+    );
+    let id = engine.list("acme", None).await.unwrap()[0].id;
+    assert!(engine.confirm("acme", id).await.is_err());
+    drop(engine);
+
+    disk.grow(512);
+    let engine = open(&data).await;
+    let status = engine.status().await.unwrap();
+    assert_eq!(status.read_only, None);
+    assert_eq!(status.memories, acknowledged);
+    assert_eq!(status.pending_in_log, 0, "replayed into the tables");
+    engine.remember(memory(99_999)).await.unwrap();
+    assert_eq!(engine.get("acme", id).await.unwrap().confirmations, 0);
+    drop(engine);
+    drop(disk);
+}

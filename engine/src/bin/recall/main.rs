@@ -608,6 +608,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     status.without_vector,
                     status.pending_in_log
                 );
+                if let Some(reason) = &status.read_only {
+                    println!("read-only: {reason}");
+                }
             }
         }
         // Served above, before a store is opened.
