@@ -31,6 +31,20 @@ impl SmallDisk {
         })
     }
 
+    /// [`SmallDisk::mount`], failing the test when it runs as root and
+    /// cannot mount, and saying it skipped otherwise.
+    fn mount_or_skip(at: &Path, mib: usize) -> Option<SmallDisk> {
+        let disk = SmallDisk::mount(at, mib);
+        if disk.is_none() {
+            assert!(
+                !is_root(),
+                "running as root, but a tmpfs could not be mounted"
+            );
+            eprintln!("skipped: mounting a small filesystem needs root");
+        }
+        disk
+    }
+
     /// Grows the filesystem: the disk is no longer full.
     fn grow(&self, mib: usize) {
         let status = Command::new("mount")
@@ -78,12 +92,7 @@ fn memory(i: usize) -> NewMemory {
 #[tokio::test]
 async fn a_full_disk_fails_the_write_keeps_what_was_acknowledged_and_serves_reads() {
     let dir = tempfile::tempdir().unwrap();
-    let Some(disk) = SmallDisk::mount(dir.path(), 6) else {
-        assert!(
-            !is_root(),
-            "running as root, but a tmpfs could not be mounted"
-        );
-        eprintln!("skipped: mounting a small filesystem needs root");
+    let Some(disk) = SmallDisk::mount_or_skip(dir.path(), 6) else {
         return;
     };
     let data = dir.path().join("data");
@@ -153,12 +162,7 @@ async fn a_full_disk_fails_the_write_keeps_what_was_acknowledged_and_serves_read
 #[tokio::test]
 async fn a_store_opened_on_a_full_disk_serves_reads_and_refuses_writes() {
     let dir = tempfile::tempdir().unwrap();
-    let Some(disk) = SmallDisk::mount(dir.path(), 6) else {
-        assert!(
-            !is_root(),
-            "running as root, but a tmpfs could not be mounted"
-        );
-        eprintln!("skipped: mounting a small filesystem needs root");
+    let Some(disk) = SmallDisk::mount_or_skip(dir.path(), 6) else {
         return;
     };
     let data = dir.path().join("data");
