@@ -555,6 +555,9 @@ pub struct WriteConfig {
     /// writes them to the tables. Default 65,536
     /// ([`recall_indexer::DEFAULT_FLUSH_EVERY`], which says why).
     pub flush_every: usize,
+    /// Table flushes between background compactions of the tables' small
+    /// fragments; 0 never compacts. Default 16.
+    pub compact_every: usize,
     /// How the write path searches the store for a write's near copies:
     /// exact up to 1,024 candidate rows, beyond that the sign-code scan with
     /// an exact re-scoring pool of 64, visiting the 2 % of a partitioned
@@ -577,6 +580,7 @@ impl Default for WriteConfig {
             similar_threshold: 0.82,
             max_content_bytes: 16 * 1024,
             flush_every: recall_indexer::DEFAULT_FLUSH_EVERY,
+            compact_every: 16,
             near_scan: ScanConfig {
                 exact_limit: 1024,
                 rescore_pool: 64,

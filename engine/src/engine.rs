@@ -121,6 +121,7 @@ impl Engine {
         let dim = embedder.as_ref().map_or(DEFAULT_DIM, |e| e.dim());
         let mut options = StoreOptions::new(&config.data_dir, dim);
         options.flush_every = config.write.flush_every.max(1);
+        options.compact_every = config.write.compact_every;
         let (store, recovered) = Store::open(options).await?;
 
         let mut state = State::new(dim);
