@@ -114,7 +114,19 @@ impl Engine {
         let now_ms = entry.at_ms;
 
         store.audit(&[entry])?;
-        let erased = store.erase(&selector).await?;
+        let erased = match store.erase(&selector).await {
+            Ok(erased) => erased,
+            Err(e) => {
+                // Stopped part-way: some copies may be gone already. Nothing
+                // it covers is served again; the next open finishes it.
+                if let Some(unfinished) = store.unfinished_erase() {
+                    let mut state = State::new(self.dim());
+                    state.apply_all(store.records_outside(unfinished).await?);
+                    *self.write_state()? = state;
+                }
+                return Err(e.into());
+            }
+        };
         tracing::info!(tenant, memories = erased.len(), "erasure done");
         let mut state = State::new(self.dim());
         state.apply_all(store.load_all().await?);

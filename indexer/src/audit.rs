@@ -4,12 +4,13 @@
 //! the record that the erasure happened.
 
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{IndexerError, Result};
+use crate::faults;
 
 /// File name of the audit log inside the data directory.
 pub(crate) const AUDIT_FILE: &str = "audit.jsonl";
@@ -126,6 +127,12 @@ impl AuditEntry {
 pub(crate) struct AuditLog {
     path: PathBuf,
     file: File,
+    /// Bytes of whole lines in the file: a failed append is cut back to it.
+    len: u64,
+    /// Why the log takes no more entries until a reopen (see
+    /// `Wal::broken`: a failed fsync, or a failed append that could not be
+    /// cut off).
+    broken: Option<String>,
 }
 
 impl AuditLog {
@@ -148,7 +155,12 @@ impl AuditLog {
             file.set_len(whole as u64).map_err(io())?;
             file.sync_data().map_err(io())?;
         }
-        Ok(AuditLog { path, file })
+        Ok(AuditLog {
+            path,
+            file,
+            len: whole as u64,
+            broken: None,
+        })
     }
 
     /// Appends entries as one write and fsyncs it.
@@ -162,11 +174,36 @@ impl AuditLog {
                 .map_err(|e| IndexerError::corrupt("audit entry", e.to_string()))?;
             buf.push(b'\n');
         }
-        let io = IndexerError::io(&self.path);
-        self.file
-            .write_all(&buf)
-            .and_then(|()| self.file.sync_data())
-            .map_err(io)
+        if let Some(reason) = &self.broken {
+            return Err(IndexerError::ReadOnly {
+                reason: reason.clone(),
+            });
+        }
+        let path = self.path.as_path();
+        if let Err(e) = faults::write_all(&mut self.file, path, &buf) {
+            // A torn line would make every later read of the log fail.
+            if let Err(cut) = faults::set_len(&self.file, path, self.len) {
+                self.broken = Some(format!(
+                    "a failed append ({e}) could not be cut off the audit log ({cut}); reopen the store"
+                ));
+            }
+            return Err(IndexerError::io(path)(e));
+        }
+        if let Err(e) = faults::sync_data(&self.file, path) {
+            // Not acknowledged: cut off, and never trusted to a later fsync.
+            let _ = faults::set_len(&self.file, path, self.len);
+            self.broken = Some(format!(
+                "an fsync of the audit log failed ({e}); reopen the store"
+            ));
+            return Err(IndexerError::io(path)(e));
+        }
+        self.len += buf.len() as u64;
+        Ok(())
+    }
+
+    /// Why the log refuses entries until the store is reopened, if it does.
+    pub(crate) fn broken(&self) -> Option<&str> {
+        self.broken.as_deref()
     }
 
     /// Every entry about `tenant`, oldest first. A line that does not parse

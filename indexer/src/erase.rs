@@ -7,13 +7,12 @@
 //! copy is gone; a store that opens and finds the file runs the erasure again
 //! (each step is idempotent) before it serves anything.
 
-use std::fs::File;
-use std::io::Write;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{IndexerError, Result};
+use crate::faults;
 
 /// File name of the pending-erasure record inside the data directory.
 pub(crate) const INTENT_FILE: &str = "ERASING";
@@ -86,9 +85,9 @@ pub(crate) fn write_intent(dir: &Path, selector: &EraseSelector) -> Result<()> {
     let json = serde_json::to_vec(selector)
         .map_err(|e| IndexerError::corrupt("erase intent", e.to_string()))?;
     let io = IndexerError::io(&path);
-    let mut file = File::create(&path).map_err(IndexerError::io(&path))?;
-    file.write_all(&json)
-        .and_then(|()| file.sync_all())
+    let mut file = faults::create(&path).map_err(IndexerError::io(&path))?;
+    faults::write_all(&mut file, &path, &json)
+        .and_then(|()| faults::sync_data(&file, &path))
         .map_err(io)?;
     sync_dir(dir)
 }
@@ -115,7 +114,7 @@ pub(crate) fn read_intent(dir: &Path) -> Result<Option<EraseSelector>> {
 /// Marks the erasure finished.
 pub(crate) fn clear_intent(dir: &Path) -> Result<()> {
     let path = dir.join(INTENT_FILE);
-    match std::fs::remove_file(&path) {
+    match faults::remove_file(&path) {
         Ok(()) => sync_dir(dir),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(IndexerError::io(&path)(e)),
@@ -123,7 +122,5 @@ pub(crate) fn clear_intent(dir: &Path) -> Result<()> {
 }
 
 fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(IndexerError::io(dir))
+    faults::sync_dir(dir).map_err(IndexerError::io(dir))
 }

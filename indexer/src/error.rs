@@ -76,12 +76,16 @@ pub enum IndexerError {
         /// What is closed.
         what: &'static str,
     },
-    /// The store opened read-only: the log could not be replayed into the
-    /// tables (most often a full disk). Reads serve everything, the log's
-    /// records too; writes wait for a reopen once there is space.
+    /// The store is read-only until it is reopened: it opened while the log
+    /// could not be replayed into the tables (most often a full disk); or
+    /// since then an fsync of the log or the audit log failed (the data it
+    /// was meant to make durable cannot be trusted to a retry), a BM25
+    /// index commit failed, or an erasure stopped part-way. Reads serve
+    /// everything acknowledged (and nothing an unfinished erasure covers);
+    /// a reopen reads back what is on disk and finishes the erasure.
     #[error("the store is read-only until it is reopened: {reason}")]
     ReadOnly {
-        /// What failed at open.
+        /// What failed.
         reason: String,
     },
     /// Another engine (this process or another) has the data directory open.

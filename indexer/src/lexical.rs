@@ -31,6 +31,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use tantivy::collector::TopDocs;
+use tantivy::directory::MmapDirectory;
 use tantivy::query::{
     Bm25StatisticsProvider, BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery,
 };
@@ -41,7 +42,9 @@ use tantivy::tokenizer::{
     Language, LowerCaser, PreTokenizedString, RemoveLongFilter, SimpleTokenizer, Stemmer,
     StopWordFilter, TextAnalyzer, Token,
 };
-use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term};
+use tantivy::{
+    Index, IndexReader, IndexSettings, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term,
+};
 
 use rayon::prelude::*;
 
@@ -159,6 +162,13 @@ pub(crate) struct LexicalIndex {
     fields: Fields,
     analyzer: TextAnalyzer,
     writer: Mutex<WriterState>,
+    /// Why a commit failed, once one has. The documents added since the
+    /// last good commit are then gone from the writer, and the sequence
+    /// number a later commit would record would claim them: so nothing is
+    /// added or committed any more, searches serve the last good commit,
+    /// and the store is read-only until a reopen catches the index up from
+    /// the tables (see [`LexicalIndex::failed`]).
+    failed: std::sync::OnceLock<String>,
 }
 
 fn schema() -> (Schema, Fields) {
@@ -352,7 +362,7 @@ impl LexicalIndex {
         let (schema, fields) = schema();
         let has_meta = dir.join("meta.json").exists();
         let index = if has_meta {
-            let index = Index::open_in_dir(dir)?;
+            let index = Index::open(directory(dir)?)?;
             if index.schema() != schema {
                 return Err(IndexerError::corrupt(
                     "lexical index",
@@ -361,7 +371,7 @@ impl LexicalIndex {
             }
             index
         } else {
-            Index::create_in_dir(dir, schema)?
+            Index::create(directory(dir)?, schema, IndexSettings::default())?
         };
         let analyzer = analyzer();
         index.tokenizers().register(ANALYZER, analyzer.clone());
@@ -386,7 +396,13 @@ impl LexicalIndex {
                 added_seq: committed,
                 dirty: false,
             }),
+            failed: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Why the index stopped taking documents (a commit failed), if it did.
+    pub(crate) fn failed(&self) -> Option<&str> {
+        self.failed.get().map(String::as_str)
     }
 
     /// Highest sequence number whose document is in the index (committed or not).
@@ -425,6 +441,10 @@ impl LexicalIndex {
     /// those at or below what the index holds are skipped.
     pub(crate) fn add_documents(&self, documents: Vec<(u64, TantivyDocument)>) -> Result<()> {
         let mut state = self.lock()?;
+        if self.failed.get().is_some() {
+            // The reopen that the failure asks for indexes these from the tables.
+            return Ok(());
+        }
         for (seq, doc) in documents {
             if seq <= state.added_seq {
                 continue;
@@ -464,9 +484,23 @@ impl LexicalIndex {
             return Ok(());
         }
         let seq = state.added_seq.to_string();
-        let mut prepared = state.writer()?.prepare_commit()?;
-        prepared.set_payload(&seq);
-        prepared.commit()?;
+        let committed = state.writer().and_then(|writer| {
+            let mut prepared = writer.prepare_commit()?;
+            prepared.set_payload(&seq);
+            prepared.commit()?;
+            Ok(())
+        });
+        if let Err(e) = committed {
+            // What the writer held is lost or in doubt: it is dropped, and
+            // the index takes nothing more until a reopen (see `failed`).
+            tracing::error!(error = %e, path = %self.path.display(), "the BM25 index could not commit");
+            let _ = self.failed.set(format!(
+                "the BM25 index could not commit ({e}); reopening the store rebuilds it from the tables"
+            ));
+            state.writer = None;
+            state.dirty = false;
+            return Err(e);
+        }
         self.reader.reload()?;
         state.dirty = false;
         Ok(())
@@ -542,7 +576,11 @@ impl LexicalIndex {
         }
         {
             let mut state = self.lock()?;
-            self.commit_locked(&mut state)?;
+            if let Err(e) = self.commit_locked(&mut state) {
+                // Reads go on with the last good commit; the failure makes
+                // the store read-only and says so.
+                tracing::warn!(error = %e, "searching the last good BM25 commit");
+            }
         }
         let words: Vec<Box<dyn Query>> = self
             .terms(text)
@@ -767,6 +805,18 @@ fn committed_seq(index: &Index) -> Result<u64> {
             IndexerError::corrupt("lexical index", format!("bad commit payload {p:?}"))
         }),
     }
+}
+
+/// The index's directory; its writes under the fault layer when the
+/// `faults` feature is on (see [`crate::faults`]).
+fn directory(dir: &Path) -> Result<Box<dyn tantivy::Directory>> {
+    let mmap = MmapDirectory::open(dir).map_err(tantivy::TantivyError::from)?;
+    #[cfg(feature = "faults")]
+    return Ok(Box::new(crate::faults::lexical_dir::FaultDir::new(
+        mmap, dir,
+    )));
+    #[cfg(not(feature = "faults"))]
+    Ok(Box::new(mmap))
 }
 
 #[cfg(test)]

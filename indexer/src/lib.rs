@@ -47,6 +47,10 @@ mod codes;
 mod embedder;
 mod erase;
 mod error;
+#[cfg(feature = "faults")]
+pub mod faults;
+#[cfg(not(feature = "faults"))]
+mod faults;
 mod kernels;
 mod lexical;
 mod log_payload;

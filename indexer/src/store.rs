@@ -1,6 +1,7 @@
 //! The durable store: write-ahead log in front of the LanceDB tables, with the
 //! tantivy index kept in step.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -140,6 +141,9 @@ pub struct Store {
     /// Why the store refuses writes, when it opened read-only (see
     /// [`IndexerError::ReadOnly`]).
     read_only: Option<String>,
+    /// An erasure that stopped part-way, and why the store refuses writes
+    /// until a reopen finishes it.
+    unfinished: Option<(EraseSelector, String)>,
     options: StoreOptions,
     tables: Tables,
     wal: Wal,
@@ -195,11 +199,17 @@ impl Store {
         let uri = uri
             .to_str()
             .ok_or_else(|| IndexerError::NonUtf8Path { path: uri.clone() })?;
+        // Under the fault layer every table file goes through the object
+        // store (lance writes a local table's data files directly, past
+        // any object-store wrapper, unless the URI says otherwise).
+        #[cfg(feature = "faults")]
+        let uri = &crate::faults::object_store::table_uri(uri)?;
         let tables = Tables::open(uri, options.dim).await?;
         let (mut memories, mut events, mut vectors) = load(&tables).await?;
         let memories_upto = memories.last().map_or(0, |m| m.seq);
         let events_upto = events.last().map_or(0, |e| e.seq);
         let vectors_upto = vectors.last().map_or(0, |v| v.seq);
+        tables.written_upto(memories_upto, events_upto, vectors_upto);
 
         // Each table's highest sequence number says which logged records it
         // already holds (a crash can fall between the table writes of a flush).
@@ -304,6 +314,7 @@ impl Store {
                 audit,
                 lock: Arc::new(lock),
                 read_only,
+                unfinished: None,
             },
             Recovered { records, replayed },
         ))
@@ -311,14 +322,21 @@ impl Store {
 
     /// Why the store is read-only, if it is: it opened while its log could
     /// not be replayed into the tables (see [`IndexerError::ReadOnly`]).
+    /// Also after a failed fsync of the log or the audit log: the store
+    /// keeps serving reads and refuses writes until it is reopened.
     pub fn read_only(&self) -> Option<&str> {
-        self.read_only.as_deref()
+        self.read_only
+            .as_deref()
+            .or_else(|| self.unfinished.as_ref().map(|(_, reason)| reason.as_str()))
+            .or_else(|| self.wal.broken())
+            .or_else(|| self.audit.broken())
+            .or_else(|| self.lexical.failed())
     }
 
     fn writable(&self) -> Result<()> {
-        match &self.read_only {
+        match self.read_only() {
             Some(reason) => Err(IndexerError::ReadOnly {
-                reason: reason.clone(),
+                reason: reason.to_string(),
             }),
             None => Ok(()),
         }
@@ -513,17 +531,95 @@ impl Store {
     ///
     /// Crash-safe: the selector is recorded in an intent file first and an
     /// interrupted erasure is finished by the next [`Store::open`].
+    ///
+    /// If it fails once the intent is durable, the store refuses writes
+    /// ([`IndexerError::ReadOnly`]) and [`Store::unfinished_erase`] names
+    /// what must no longer be served; the next open finishes it.
     pub async fn erase(&mut self, selector: &EraseSelector) -> Result<Vec<String>> {
         self.writable()?;
         self.flush().await?;
         // A background compaction commits table versions of its own; the
         // purge must not race it.
         self.compacted().await;
-        erase::write_intent(&self.options.dir, selector)?;
-        let ids = self.tables.erase(selector).await?;
-        self.lexical.erase(selector)?;
-        erase::clear_intent(&self.options.dir)?;
-        Ok(ids)
+        let selector = self.tables.resolve(selector).await?;
+        if let Err(e) = erase::write_intent(&self.options.dir, &selector) {
+            // Written in part, or written and not fsynced: gone, or the next
+            // open would run an erasure this call reports as failed.
+            if let Err(cleared) = erase::clear_intent(&self.options.dir) {
+                self.unfinished = Some((
+                    selector,
+                    format!(
+                        "an erasure's intent could not be written ({e}) nor removed ({cleared}); \
+                         reopening the store finishes the erasure"
+                    ),
+                ));
+            }
+            return Err(e);
+        }
+        let erased = async {
+            let ids = self.tables.erase(&selector).await?;
+            self.lexical.erase(&selector)?;
+            erase::clear_intent(&self.options.dir)?;
+            Ok(ids)
+        }
+        .await;
+        if let Err(e) = &erased {
+            tracing::error!(error = %e, "an erasure stopped part-way; the next open finishes it");
+            self.unfinished = Some((
+                selector,
+                format!("an erasure stopped part-way ({e}); reopening the store finishes it"),
+            ));
+        }
+        erased
+    }
+
+    /// The erasure that stopped part-way in this session, if one did: its
+    /// records must not be served (see [`Store::records_outside`]).
+    pub fn unfinished_erase(&self) -> Option<&EraseSelector> {
+        self.unfinished.as_ref().map(|(selector, _)| selector)
+    }
+
+    /// Every record the tables and the log hold that `selector` does not
+    /// cover, in sequence order, without writing anything (the store may be
+    /// read-only). What the engine serves after an erasure stopped part-way.
+    pub async fn records_outside(&self, selector: &EraseSelector) -> Result<Vec<Record>> {
+        let (mut memories, mut events, mut vectors) = load(&self.tables).await?;
+        let waiting = self.in_flight.iter().flat_map(|f| f.records.iter());
+        for record in waiting.chain(&self.pending).cloned() {
+            match record {
+                Record::Memory(m) => memories.push(m),
+                Record::Event(e) => events.push(e),
+                Record::Vector(v) => vectors.push(v),
+            }
+        }
+        // The memories it covers, by id: their events and vectors go too,
+        // also where the memory row itself is already deleted.
+        let tenant = selector.tenant();
+        let mut erased: HashSet<String> = match selector {
+            EraseSelector::Memories { ids, .. } => ids.iter().cloned().collect(),
+            EraseSelector::Bank { .. } | EraseSelector::Tenant { .. } => HashSet::new(),
+        };
+        erased.extend(
+            memories
+                .iter()
+                .filter(|m| match selector {
+                    EraseSelector::Bank { bank, .. } => m.tenant == tenant && &m.bank == bank,
+                    EraseSelector::Memories { .. } | EraseSelector::Tenant { .. } => false,
+                })
+                .map(|m| m.id.clone()),
+        );
+        let whole_tenant = matches!(selector, EraseSelector::Tenant { .. });
+        let gone = |t: &str, id: &str| t == tenant && (whole_tenant || erased.contains(id));
+        memories.retain(|m| !gone(&m.tenant, &m.id));
+        events.retain(|e| !gone(&e.tenant, &e.memory_id));
+        vectors.retain(|v| !gone(&v.tenant, &v.memory_id));
+        memories.sort_by_key(|m| m.seq);
+        events.sort_by_key(|e| e.seq);
+        vectors.sort_by_key(|v| v.seq);
+        memories.dedup_by_key(|m| m.seq);
+        events.dedup_by_key(|e| e.seq);
+        vectors.dedup_by_key(|v| v.seq);
+        Ok(merged(memories, events, vectors))
     }
 
     /// Every record in the store, in sequence order (flushes the log first).

@@ -3,6 +3,7 @@
 //! backfilled for memories written without one).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use arrow_array::builder::{ListBuilder, StringBuilder};
 use arrow_array::cast::AsArray;
@@ -39,7 +40,22 @@ pub(crate) struct Tables {
     events: Table,
     vectors: Table,
     dim: usize,
+    written: Arc<Written>,
 }
+
+/// The highest sequence number each table holds, so that an append retried
+/// after a failure part-way through a flush (the memories written, the
+/// events not; or all written and the BM25 commit failed) writes no row
+/// twice. [`UNKNOWN`] until the store says or an append finds out.
+#[derive(Debug)]
+struct Written {
+    memories: AtomicU64,
+    events: AtomicU64,
+    vectors: AtomicU64,
+}
+
+/// "Not known": read the table's highest `seq` before appending.
+const UNKNOWN: u64 = u64::MAX;
 
 fn memory_schema(dim: usize) -> SchemaRef {
     Arc::new(Schema::new(vec![
@@ -138,7 +154,49 @@ impl Tables {
             events,
             vectors,
             dim,
+            written: Arc::new(Written {
+                memories: AtomicU64::new(UNKNOWN),
+                events: AtomicU64::new(UNKNOWN),
+                vectors: AtomicU64::new(UNKNOWN),
+            }),
         })
+    }
+
+    /// Tells the tables the highest sequence number each holds (read by the
+    /// store at open), sparing the first append a scan.
+    pub(crate) fn written_upto(&self, memories: u64, events: u64, vectors: u64) {
+        self.written.memories.store(memories, Ordering::SeqCst);
+        self.written.events.store(events, Ordering::SeqCst);
+        self.written.vectors.store(vectors, Ordering::SeqCst);
+    }
+
+    /// The rows of `rows` the table does not hold yet (sequence numbers only
+    /// grow, so those above its highest).
+    async fn unwritten<'r, R>(
+        &self,
+        table: &Table,
+        name: &str,
+        cell: &AtomicU64,
+        rows: &[&'r R],
+        seq: impl Fn(&R) -> u64,
+    ) -> Result<Vec<&'r R>> {
+        let mut upto = cell.load(Ordering::SeqCst);
+        if upto == UNKNOWN {
+            upto = max_seq(table, name).await?;
+            cell.store(upto, Ordering::SeqCst);
+        }
+        Ok(rows.iter().copied().filter(|r| seq(r) > upto).collect())
+    }
+
+    /// Records the outcome of an append to one table: its new highest
+    /// sequence number, or "unknown" when it failed (a commit may have
+    /// landed before the error).
+    fn appended<T>(cell: &AtomicU64, outcome: &Result<T>, last: Option<u64>) {
+        match (outcome, last) {
+            (Ok(_), Some(last)) => cell.store(last, Ordering::SeqCst),
+            (Ok(_), None) => {}
+            (Err(_), _) => cell.store(UNKNOWN, Ordering::SeqCst),
+        }
     }
 
     /// Appends records to their tables: memories, then events, then vectors.
@@ -162,33 +220,64 @@ impl Tables {
         if rows.is_empty() {
             return Ok(());
         }
-        let batch = memories_to_batch(rows, self.dim)?;
-        self.memories
+        let cell = &self.written.memories;
+        let rows = self
+            .unwritten(&self.memories, MEMORIES, cell, rows, |r| r.seq)
+            .await?;
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let batch = memories_to_batch(&rows, self.dim)?;
+        let outcome = self
+            .memories
             .add(batch)
             .on_nan_vectors(NaNVectorBehavior::Keep)
             .execute()
             .await
-            .map_err(IndexerError::lance(MEMORIES))?;
-        Ok(())
+            .map_err(IndexerError::lance(MEMORIES));
+        Self::appended(cell, &outcome, rows.last().map(|r| r.seq));
+        outcome.map(|_| ())
     }
 
     async fn append_events(&self, rows: &[&EventRow]) -> Result<()> {
         if rows.is_empty() {
             return Ok(());
         }
-        let batch = events_to_batch(rows)?;
-        self.events
+        let cell = &self.written.events;
+        let rows = self
+            .unwritten(&self.events, EVENTS, cell, rows, |r| r.seq)
+            .await?;
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let batch = events_to_batch(&rows)?;
+        let outcome = self
+            .events
             .add(batch)
             .execute()
             .await
-            .map_err(IndexerError::lance(EVENTS))?;
-        Ok(())
+            .map_err(IndexerError::lance(EVENTS));
+        Self::appended(cell, &outcome, rows.last().map(|r| r.seq));
+        outcome.map(|_| ())
     }
 
     async fn append_vectors(&self, rows: &[&VectorRow]) -> Result<()> {
         if rows.is_empty() {
             return Ok(());
         }
+        let cell = &self.written.vectors;
+        let rows = self
+            .unwritten(&self.vectors, VECTORS, cell, rows, |r| r.seq)
+            .await?;
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let outcome = self.append_vector_rows(&rows).await;
+        Self::appended(cell, &outcome, rows.last().map(|r| r.seq));
+        outcome
+    }
+
+    async fn append_vector_rows(&self, rows: &[&VectorRow]) -> Result<()> {
         for row in rows {
             check_width(&row.vector, self.dim)?;
             for v in &row.sentences {
@@ -337,6 +426,12 @@ impl Tables {
     /// ids of the memory rows it covered. Idempotent.
     pub(crate) async fn erase(&self, selector: &EraseSelector) -> Result<Vec<String>> {
         let ids = self.ids_where(&selector.memories_filter()).await?;
+        // A run that an interruption repeats may find the memory rows gone
+        // already: their events and vectors go by the selector's own ids.
+        let ids_to_purge = match selector {
+            EraseSelector::Memories { ids: listed, .. } => listed.as_slice(),
+            EraseSelector::Bank { .. } | EraseSelector::Tenant { .. } => ids.as_slice(),
+        };
         let tenant = format!("tenant = {}", literal(selector.tenant()));
         match selector {
             EraseSelector::Tenant { .. } => {
@@ -353,7 +448,7 @@ impl Tables {
                     .await
                     .map_err(IndexerError::lance(MEMORIES))?;
                 // Bounded predicates: a bank can hold many thousands of memories.
-                for chunk in ids.chunks(512) {
+                for chunk in ids_to_purge.chunks(512) {
                     let filter = format!("{tenant} AND {}", id_list("memory_id", chunk));
                     for (table, name) in [(&self.events, EVENTS), (&self.vectors, VECTORS)] {
                         table
@@ -366,6 +461,20 @@ impl Tables {
         }
         self.purge().await?;
         Ok(ids)
+    }
+
+    /// The selector an erasure records in its intent file: a bank becomes
+    /// the ids of its memories, so that a run repeated after an
+    /// interruption (the memory rows already deleted) still finds the
+    /// events and vectors to remove.
+    pub(crate) async fn resolve(&self, selector: &EraseSelector) -> Result<EraseSelector> {
+        Ok(match selector {
+            EraseSelector::Bank { tenant, .. } => EraseSelector::Memories {
+                tenant: tenant.clone(),
+                ids: self.ids_where(&selector.memories_filter()).await?,
+            },
+            EraseSelector::Memories { .. } | EraseSelector::Tenant { .. } => selector.clone(),
+        })
     }
 
     /// Removes deleted rows physically: rewrites every fragment that has any
@@ -448,15 +557,61 @@ fn sentences_array<'a>(rows: impl Iterator<Item = &'a Vec<Vec<f32>>>) -> BinaryA
 }
 
 async fn open_or_create(db: &Connection, name: &str, schema: SchemaRef) -> Result<Table> {
-    match db.open_table(name).execute().await {
+    match open_table(db, name).await {
         Ok(table) => Ok(table),
-        Err(lancedb::Error::TableNotFound { .. }) => db
-            .create_empty_table(name, schema)
-            .execute()
-            .await
-            .map_err(IndexerError::lance(name)),
+        Err(lancedb::Error::TableNotFound { .. }) => {
+            let created = db
+                .create_empty_table(name, schema)
+                .execute()
+                .await
+                .map_err(IndexerError::lance(name))?;
+            if cfg!(feature = "faults") {
+                // Reopened so that its writes go through the fault layer too.
+                open_table(db, name)
+                    .await
+                    .map_err(IndexerError::lance(name))
+            } else {
+                Ok(created)
+            }
+        }
         Err(e) => Err(IndexerError::lance(name)(e)),
     }
+}
+
+async fn open_table(db: &Connection, name: &str) -> lancedb::Result<Table> {
+    let builder = db.open_table(name);
+    // Tests see (and fail) every object the table writes.
+    #[cfg(feature = "faults")]
+    let builder = builder.lance_read_params(lancedb::table::ReadParams {
+        store_options: Some(lance::io::ObjectStoreParams {
+            object_store_wrapper: Some(Arc::new(crate::faults::object_store::FaultWrapper)),
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    builder.execute().await
+}
+
+/// The highest `seq` in `table` (0 when empty).
+async fn max_seq(table: &Table, name: &str) -> Result<u64> {
+    let batches: Vec<RecordBatch> = table
+        .query()
+        .select(Select::columns(&["seq"]))
+        .execute()
+        .await
+        .map_err(IndexerError::lance(name))?
+        .try_collect()
+        .await
+        .map_err(IndexerError::lance(name))?;
+    let mut max = 0;
+    for batch in &batches {
+        let seqs = batch
+            .column_by_name("seq")
+            .and_then(|c| c.as_primitive_opt::<UInt64Type>())
+            .ok_or_else(|| IndexerError::corrupt(name, "seq column missing or not u64"))?;
+        max = seqs.iter().flatten().fold(max, u64::max);
+    }
+    Ok(max)
 }
 
 async fn scan(table: &Table, name: &str) -> Result<Vec<RecordBatch>> {

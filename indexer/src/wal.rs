@@ -12,10 +12,11 @@
 //! comes first, the next open replays it before the active log.
 
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use crate::error::{IndexerError, Result};
+use crate::faults;
 use crate::log_payload;
 use crate::rows::Record;
 
@@ -35,6 +36,12 @@ pub(crate) struct Wal {
     /// `sync` false): the next fsync of this file, a seal or a drop makes
     /// them durable.
     unsynced: bool,
+    /// Why the log takes no more writes until the store is reopened: an
+    /// fsync failed (the OS may have dropped the pages it could not write,
+    /// so a later fsync that succeeds proves nothing about them: the
+    /// PostgreSQL fsync lesson), or a failed write could not be cut back
+    /// off, or a seal stopped half-way.
+    broken: Option<String>,
 }
 
 impl Wal {
@@ -69,6 +76,7 @@ impl Wal {
                 file,
                 bytes: valid_len as u64,
                 unsynced: false,
+                broken: None,
             },
             batches,
         ))
@@ -98,21 +106,55 @@ impl Wal {
         let mut header = [0u8; 8];
         header[..4].copy_from_slice(&len.to_le_bytes());
         header[4..].copy_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+        self.usable()?;
         let io = IndexerError::io(&self.path);
-        let written = self
-            .file
-            .write_all(&header)
-            .and_then(|()| self.file.write_all(&payload))
-            .and_then(|()| if sync { self.file.sync_data() } else { Ok(()) });
+        let path = self.path.as_path();
+        let written = faults::write_all(&mut self.file, path, &header)
+            .and_then(|()| faults::write_all(&mut self.file, path, &payload));
         if let Err(e) = written {
-            // Leave no half frame behind for the next append to follow.
-            let _ = self.file.set_len(self.bytes);
+            // Leave no half frame behind for the next append to follow;
+            // if that fails too, the tail is unknown: stop here.
+            let cut = faults::set_len(&self.file, path, self.bytes)
+                .and_then(|()| self.file.seek(SeekFrom::Start(self.bytes)).map(|_| ()));
+            if let Err(cut) = cut {
+                break_off(
+                    &mut self.broken,
+                    path,
+                    format!("a failed write ({e}) could not be cut off the log ({cut})"),
+                );
+            }
+            return Err(io(e));
+        }
+        if sync && let Err(e) = faults::sync_data(&self.file, path) {
+            // Never retried as if it had worked: the frame is cut off (it
+            // was not acknowledged) and the log refuses writes until a reopen
+            // reads back what is really on disk.
+            let _ = faults::set_len(&self.file, path, self.bytes);
             let _ = self.file.seek(SeekFrom::Start(self.bytes));
+            break_off(
+                &mut self.broken,
+                path,
+                format!("an fsync of the log failed ({e})"),
+            );
             return Err(io(e));
         }
         self.bytes += (header.len() + payload.len()) as u64;
         self.unsynced = !sync;
         Ok(())
+    }
+
+    /// Why the log refuses writes until the store is reopened, if it does.
+    pub(crate) fn broken(&self) -> Option<&str> {
+        self.broken.as_deref()
+    }
+
+    fn usable(&self) -> Result<()> {
+        match &self.broken {
+            Some(reason) => Err(IndexerError::ReadOnly {
+                reason: reason.clone(),
+            }),
+            None => Ok(()),
+        }
     }
 
     /// Moves the log's file to `sealed` and continues in a fresh, empty file
@@ -121,36 +163,60 @@ impl Wal {
         // Unsynced frames go with the file: make them durable first, or a
         // power loss could drop them from the sealed log while later,
         // synced frames in the new log survive.
+        self.usable()?;
         if self.unsynced {
-            self.file
-                .sync_data()
-                .map_err(IndexerError::io(&self.path))?;
+            if let Err(e) = faults::sync_data(&self.file, &self.path) {
+                break_off(
+                    &mut self.broken,
+                    &self.path,
+                    format!("an fsync of the log failed ({e})"),
+                );
+                return Err(IndexerError::io(&self.path)(e));
+            }
             self.unsynced = false;
         }
-        std::fs::rename(&self.path, sealed).map_err(IndexerError::io(sealed))?;
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(true)
-            .read(true)
-            .write(true)
-            .open(&self.path)
-            .map_err(IndexerError::io(&self.path))?;
-        // The rename and the new file are durable before anything is
-        // acknowledged into the new file.
-        sync_dir(&self.path)?;
-        self.file = file;
-        self.bytes = 0;
-        Ok(())
+        faults::rename(&self.path, sealed).map_err(IndexerError::io(sealed))?;
+        // From here the old file is the sealed log: a failure before the
+        // fresh log is durable leaves appends nowhere safe to go.
+        let fresh = faults::create(&self.path)
+            .map_err(IndexerError::io(&self.path))
+            // The rename and the new file are durable before anything is
+            // acknowledged into the new file.
+            .and_then(|file| sync_dir(&self.path).map(|()| file));
+        match fresh {
+            Ok(file) => {
+                self.file = file;
+                self.bytes = 0;
+                Ok(())
+            }
+            Err(e) => {
+                break_off(
+                    &mut self.broken,
+                    &self.path,
+                    format!("sealing the log for a flush stopped half-way ({e})"),
+                );
+                Err(e)
+            }
+        }
     }
 
     /// Empties the log once everything in it is in the tables.
     pub(crate) fn reset(&mut self) -> Result<()> {
-        let path = &self.path;
-        self.file.set_len(0).map_err(IndexerError::io(path))?;
-        self.file
-            .seek(SeekFrom::Start(0))
-            .map_err(IndexerError::io(path))?;
-        self.file.sync_data().map_err(IndexerError::io(path))?;
+        self.usable()?;
+        let path = self.path.as_path();
+        let emptied = faults::set_len(&self.file, path, 0)
+            .and_then(|()| self.file.seek(SeekFrom::Start(0)).map(|_| ()))
+            .and_then(|()| faults::sync_data(&self.file, path));
+        if let Err(e) = emptied {
+            // Its records are in the tables (a reopen skips them), but where
+            // the next frame would land is unknown.
+            break_off(
+                &mut self.broken,
+                path,
+                format!("emptying the log after a flush failed ({e})"),
+            );
+            return Err(IndexerError::io(path)(e));
+        }
         self.bytes = 0;
         self.unsynced = false;
         Ok(())
@@ -167,11 +233,18 @@ impl Drop for Wal {
     /// failure here is logged; those frames were never promised durable).
     fn drop(&mut self) {
         if self.unsynced
-            && let Err(e) = self.file.sync_data()
+            && self.broken.is_none()
+            && let Err(e) = faults::sync_data(&self.file, &self.path)
         {
             tracing::warn!(path = %self.path.display(), error = %e, "fsync of the log at close failed");
         }
     }
+}
+
+/// Marks a log broken (see [`Wal::broken`]).
+fn break_off(broken: &mut Option<String>, path: &Path, reason: String) {
+    tracing::error!(path = %path.display(), %reason, "the log refuses writes until the store is reopened");
+    broken.get_or_insert(format!("{reason}; reopen the store"));
 }
 
 /// The batches of a sealed log, if there is one (a torn tail is ignored: it
@@ -186,7 +259,7 @@ pub(crate) fn read_sealed(path: &Path) -> Result<Vec<Vec<Record>>> {
 
 /// Deletes a sealed log whose records are all in the tables.
 pub(crate) fn remove_sealed(path: &Path) -> Result<()> {
-    match std::fs::remove_file(path) {
+    match faults::remove_file(path) {
         Ok(()) => sync_dir(path),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(IndexerError::io(path)(e)),
@@ -196,9 +269,7 @@ pub(crate) fn remove_sealed(path: &Path) -> Result<()> {
 /// fsyncs the directory holding `path`, making a rename or removal in it durable.
 fn sync_dir(path: &Path) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(IndexerError::io(dir))
+    faults::sync_dir(dir).map_err(IndexerError::io(dir))
 }
 
 /// Decodes frames until the first damaged one; returns the batches and the
@@ -229,6 +300,7 @@ fn decode(raw: &[u8]) -> (Vec<Vec<Record>>, usize) {
 mod tests {
     use super::*;
     use crate::rows::EventRow;
+    use std::io::Write;
 
     fn event(seq: u64) -> Record {
         Record::Event(EventRow {
