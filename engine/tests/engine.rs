@@ -17,6 +17,8 @@ use uuid::Uuid;
 mod compat;
 #[path = "engine/faults.rs"]
 mod faults;
+#[path = "engine/injected.rs"]
+mod injected;
 #[path = "engine/lifecycle.rs"]
 mod lifecycle;
 #[path = "engine/properties.rs"]
