@@ -214,3 +214,110 @@ async fn a_store_opened_on_a_full_disk_serves_reads_and_refuses_writes() {
     drop(engine);
     drop(disk);
 }
+
+/// Runs the `recall` binary on `data`.
+fn recall_cli(data: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_recall"))
+        .arg("--data")
+        .arg(data)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// `recall import` of 100,000 memories into a disk that fills part way
+/// (a 100 MiB tmpfs), as a user runs it: the import stops with ENOSPC, the
+/// error names the failed call's first line and how many lines are imported, `--json` prints `acknowledged_lines` on stdout,
+/// `export` on the still-full disk lists exactly those lines (the store
+/// opens read-only), and once the disk grows `--skip` imports the rest.
+#[test]
+fn the_cli_import_into_a_full_disk_says_what_is_stored_and_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(disk) = SmallDisk::mount_or_skip(dir.path(), 100) else {
+        return;
+    };
+    let data = dir.path().join("data");
+    let input = tempfile::tempdir().unwrap();
+    let file = input.path().join("memories.jsonl");
+    let total = 100_000;
+    let lines: Vec<String> = (0..total)
+        .map(|i| {
+            serde_json::json!({
+                "bank": format!("b{i}"),
+                "kind": "note",
+                "content": format!("Disk test memory number {i} about the ledger replica."),
+                "vector": vector(i),
+            })
+            .to_string()
+        })
+        .collect();
+    std::fs::write(&file, lines.join("\n")).unwrap();
+    let file_arg = file.to_str().unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+
+    let out = recall_cli(
+        &data,
+        &[
+            "--json", "import", "--tenant", "acme", "--batch", "1000", file_arg,
+        ],
+    );
+    assert!(
+        !out.status.success(),
+        "100 MiB cannot hold {total} memories"
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", text(&out.stdout)));
+    let acknowledged = report["acknowledged_lines"].as_u64().unwrap() as usize;
+    assert!(acknowledged > 0 && acknowledged < total, "{report}");
+    assert_eq!(acknowledged % 1000, 0, "calls are whole: {report}");
+    assert_eq!(report["stored"].as_u64(), Some(acknowledged as u64));
+    let stderr = text(&out.stderr);
+    println!("{}", stderr.trim());
+    assert!(
+        stderr.contains(&format!("call starting at line {}", acknowledged + 1))
+            && stderr.contains(&format!("the first {acknowledged} lines are imported"))
+            && stderr.contains(&format!("--skip {acknowledged}"))
+            && stderr.contains("No space left on device"),
+        "{stderr}"
+    );
+
+    // The disk is still full: a new process opens the store read-only and
+    // exports exactly the acknowledged lines.
+    let status = recall_cli(&data, &["--json", "status"]);
+    assert!(status.status.success(), "{}", text(&status.stderr));
+    let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert!(status["read_only"].is_string(), "{status}");
+    let exported = recall_cli(&data, &["export", "--tenant", "acme"]);
+    assert!(exported.status.success(), "{}", text(&exported.stderr));
+    let exported = text(&exported.stdout);
+    assert_eq!(exported.lines().count(), acknowledged);
+    assert!(exported.contains(&format!("number {} about", acknowledged - 1)));
+    assert!(!exported.contains(&format!("number {acknowledged} about")));
+
+    // Space again: --skip resumes exactly where the error said.
+    disk.grow(512);
+    let out = recall_cli(
+        &data,
+        &[
+            "--json",
+            "import",
+            "--tenant",
+            "acme",
+            "--batch",
+            "1000",
+            "--skip",
+            &acknowledged.to_string(),
+            file_arg,
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let status = recall_cli(&data, &["--json", "status"]);
+    let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(
+        status["memories"].as_u64(),
+        Some(total as u64),
+        "every line once: {status}"
+    );
+    assert!(status["read_only"].is_null(), "{status}");
+    drop(disk);
+}
