@@ -566,7 +566,8 @@ pub struct WriteConfig {
     /// scan per item. `min_cosine` is always the similar threshold.
     #[serde(skip)]
     pub near_scan: ScanConfig,
-    /// Stored memories a write is compared with (its nearest). Default 6.
+    /// Stored memories a write is compared with (its nearest); the review
+    /// queue's similar pairs look at as many per memory. Default 6.
     pub near_candidates: usize,
     /// Most neighbours in the similar band a stored write reports
     /// ([`crate::Remembered::Stored`]'s `similar_to`). Default 5.

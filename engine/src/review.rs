@@ -161,10 +161,17 @@ impl Engine {
             min_cosine: Some(write.similar_threshold),
             ..config.scan
         };
-        let neighbours = t.vectors.nearest_many(&queries, 4, scan, |q, j| {
-            let i = recent[q].0;
-            j != i && t.memories[j].is_active() && t.memories[j].row.bank == t.memories[i].row.bank
-        });
+        // As many neighbours as a write compares itself with: the review
+        // asks the write path's question ("which stored memories are in the
+        // similar band of this one?") after the fact.
+        let neighbours = t
+            .vectors
+            .nearest_many(&queries, write.near_candidates, scan, |q, j| {
+                let i = recent[q].0;
+                j != i
+                    && t.memories[j].is_active()
+                    && t.memories[j].row.bank == t.memories[i].row.bank
+            });
         for (&(i, _), near) in recent.iter().zip(neighbours) {
             for (j, cos) in near {
                 if write.band(cos) != Band::Similar {
