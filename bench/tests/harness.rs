@@ -207,6 +207,13 @@ async fn a_dozen_generated_probes_and_one_locomo_conversation_run_end_to_end() {
     let locomo =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/datasets/locomo/locomo10.json");
     if !locomo.exists() {
+        // CI always has shared/ beside its clone: there the LoCoMo part
+        // must run, not pass by skipping. A clone elsewhere may lack it.
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI without the LoCoMo data at {}",
+            locomo.display()
+        );
         eprintln!(
             "LoCoMo part skipped: {} is not on this machine",
             locomo.display()
