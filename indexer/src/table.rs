@@ -170,33 +170,38 @@ impl Tables {
         self.written.vectors.store(vectors, Ordering::SeqCst);
     }
 
-    /// The rows of `rows` the table does not hold yet (sequence numbers only
-    /// grow, so those above its highest).
-    async fn unwritten<'r, R>(
+    /// Appends, through `add`, the rows of `rows` that `table` does not hold
+    /// yet (sequence numbers only grow, so those above its highest), and
+    /// keeps `cell` (see [`Written`]): the new highest on success,
+    /// "unknown" on failure (a commit may have landed before the error).
+    async fn append_new<'r, R, Fut>(
         &self,
-        table: &Table,
-        name: &str,
-        cell: &AtomicU64,
+        (table, name, cell): (&Table, &str, &AtomicU64),
         rows: &[&'r R],
         seq: impl Fn(&R) -> u64,
-    ) -> Result<Vec<&'r R>> {
+        add: impl FnOnce(Vec<&'r R>) -> Fut,
+    ) -> Result<()>
+    where
+        Fut: std::future::Future<Output = Result<()>>,
+    {
+        if rows.is_empty() {
+            return Ok(());
+        }
         let mut upto = cell.load(Ordering::SeqCst);
         if upto == UNKNOWN {
             upto = max_seq(table, name).await?;
             cell.store(upto, Ordering::SeqCst);
         }
-        Ok(rows.iter().copied().filter(|r| seq(r) > upto).collect())
-    }
-
-    /// Records the outcome of an append to one table: its new highest
-    /// sequence number, or "unknown" when it failed (a commit may have
-    /// landed before the error).
-    fn appended<T>(cell: &AtomicU64, outcome: &Result<T>, last: Option<u64>) {
-        match (outcome, last) {
-            (Ok(_), Some(last)) => cell.store(last, Ordering::SeqCst),
-            (Ok(_), None) => {}
-            (Err(_), _) => cell.store(UNKNOWN, Ordering::SeqCst),
-        }
+        let rows: Vec<&'r R> = rows.iter().copied().filter(|r| seq(r) > upto).collect();
+        let Some(last) = rows.last().map(|r| seq(r)) else {
+            return Ok(());
+        };
+        let outcome = add(rows).await;
+        cell.store(
+            if outcome.is_ok() { last } else { UNKNOWN },
+            Ordering::SeqCst,
+        );
+        outcome
     }
 
     /// Appends records to their tables: memories, then events, then vectors.
@@ -217,64 +222,53 @@ impl Tables {
     }
 
     async fn append_memories(&self, rows: &[&MemoryRow]) -> Result<()> {
-        if rows.is_empty() {
-            return Ok(());
-        }
-        let cell = &self.written.memories;
-        let rows = self
-            .unwritten(&self.memories, MEMORIES, cell, rows, |r| r.seq)
-            .await?;
-        if rows.is_empty() {
-            return Ok(());
-        }
-        let batch = memories_to_batch(&rows, self.dim)?;
-        let outcome = self
-            .memories
-            .add(batch)
-            .on_nan_vectors(NaNVectorBehavior::Keep)
-            .execute()
-            .await
-            .map_err(IndexerError::lance(MEMORIES));
-        Self::appended(cell, &outcome, rows.last().map(|r| r.seq));
-        outcome.map(|_| ())
+        let table = (&self.memories, MEMORIES, &self.written.memories);
+        self.append_new(
+            table,
+            rows,
+            |r| r.seq,
+            |rows| async move {
+                let batch = memories_to_batch(&rows, self.dim)?;
+                self.memories
+                    .add(batch)
+                    .on_nan_vectors(NaNVectorBehavior::Keep)
+                    .execute()
+                    .await
+                    .map_err(IndexerError::lance(MEMORIES))?;
+                Ok(())
+            },
+        )
+        .await
     }
 
     async fn append_events(&self, rows: &[&EventRow]) -> Result<()> {
-        if rows.is_empty() {
-            return Ok(());
-        }
-        let cell = &self.written.events;
-        let rows = self
-            .unwritten(&self.events, EVENTS, cell, rows, |r| r.seq)
-            .await?;
-        if rows.is_empty() {
-            return Ok(());
-        }
-        let batch = events_to_batch(&rows)?;
-        let outcome = self
-            .events
-            .add(batch)
-            .execute()
-            .await
-            .map_err(IndexerError::lance(EVENTS));
-        Self::appended(cell, &outcome, rows.last().map(|r| r.seq));
-        outcome.map(|_| ())
+        let table = (&self.events, EVENTS, &self.written.events);
+        self.append_new(
+            table,
+            rows,
+            |r| r.seq,
+            |rows| async move {
+                let batch = events_to_batch(&rows)?;
+                self.events
+                    .add(batch)
+                    .execute()
+                    .await
+                    .map_err(IndexerError::lance(EVENTS))?;
+                Ok(())
+            },
+        )
+        .await
     }
 
     async fn append_vectors(&self, rows: &[&VectorRow]) -> Result<()> {
-        if rows.is_empty() {
-            return Ok(());
-        }
-        let cell = &self.written.vectors;
-        let rows = self
-            .unwritten(&self.vectors, VECTORS, cell, rows, |r| r.seq)
-            .await?;
-        if rows.is_empty() {
-            return Ok(());
-        }
-        let outcome = self.append_vector_rows(&rows).await;
-        Self::appended(cell, &outcome, rows.last().map(|r| r.seq));
-        outcome
+        let table = (&self.vectors, VECTORS, &self.written.vectors);
+        self.append_new(
+            table,
+            rows,
+            |r| r.seq,
+            |rows| async move { self.append_vector_rows(&rows).await },
+        )
+        .await
     }
 
     async fn append_vector_rows(&self, rows: &[&VectorRow]) -> Result<()> {
