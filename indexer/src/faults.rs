@@ -75,7 +75,7 @@ pub(crate) fn write_all(file: &mut File, path: &Path, buf: &[u8]) -> io::Result<
         return Err(fault.error());
     }
     #[cfg(not(feature = "faults"))]
-    let _ = path;
+    check(path, FileOp::Write)?;
     file.write_all(buf)
 }
 
