@@ -15,6 +15,7 @@ use uuid::Uuid;
 use crate::config::{Config, ModelSource};
 use crate::error::{Error, Result};
 use crate::event::Event;
+use crate::footprint::MemoryUse;
 use crate::memory::{Memory, NewMemory, Remembered};
 use crate::recall::RecallBuilder;
 use crate::state::{State, to_ms};
@@ -122,14 +123,17 @@ impl Engine {
         let mut options = StoreOptions::new(&config.data_dir, dim);
         options.flush_every = config.write.flush_every.max(1);
         options.compact_every = config.write.compact_every;
-        let (store, recovered) = Store::open(options).await?;
-
-        let mut state = State::new(dim);
-        state.apply_all(recovered.records);
+        // The records are folded as the store reads them, a table batch at
+        // a time: the rows (with their vectors) are never all held at once
+        // besides the state they fold into.
+        let mut state = State::opening(dim);
+        let (store, replayed) =
+            Store::open_with(options, |records| state.apply_all(records)).await?;
+        crate::derived::resume_partitions(&config.data_dir, &mut state);
         let lexical = store.lexical();
         tracing::info!(
             dir = %config.data_dir.display(),
-            replayed = recovered.replayed,
+            replayed,
             embedder = embedder.as_ref().map(|e| e.name().to_string()),
             "recall engine open"
         );
@@ -628,6 +632,20 @@ impl Engine {
             status.without_vector += t.memories.iter().filter(|m| m.vector_row.is_none()).count();
         }
         Ok(status)
+    }
+
+    /// The bytes the in-memory state holds, by part: the memories, their
+    /// lookups, and the vector sets (see [`MemoryUse`] for what is counted).
+    ///
+    /// ```no_run
+    /// # async fn demo(engine: recall::Engine) -> recall::Result<()> {
+    /// let use_ = engine.memory_use()?;
+    /// println!("{} MiB in vectors", use_.vectors.total() >> 20);
+    /// # Ok(()) }
+    /// ```
+    pub fn memory_use(&self) -> Result<MemoryUse> {
+        let state = self.read_state()?;
+        Ok(crate::footprint::memory_use(&state))
     }
 
     /// Writes everything in the log to the tables now (not needed for

@@ -114,6 +114,8 @@ impl Engine {
         let now_ms = entry.at_ms;
 
         store.audit(&[entry])?;
+        // The saved partitions hold averages of the tenant's vectors.
+        crate::derived::forget_tenant(&self.config().data_dir, tenant);
         let erased = match store.erase(&selector).await {
             Ok(erased) => erased,
             Err(e) => {

@@ -21,14 +21,16 @@ const PARALLEL_DERIVE_FROM: usize = 64;
 
 /// What a memory row's state derives from its content.
 struct Derived {
-    folded: String,
+    folded_hash: u64,
     links: Vec<String>,
 }
 
 impl Derived {
     fn of(row: &MemoryRow) -> Derived {
         Derived {
-            folded: crate::validate::normalized_text(&row.content),
+            folded_hash: crate::validate::folded_hash(&crate::validate::normalized_text(
+                &row.content,
+            )),
             links: parse_links(&row.content),
         }
     }
@@ -65,8 +67,9 @@ pub(crate) struct MemoryState {
     pub(crate) sentence_rows: std::ops::Range<usize>,
     /// Titles referenced as `[[Title]]`.
     pub(crate) links: Vec<String>,
-    /// Text folded for dedup when there are no vectors.
-    pub(crate) folded: String,
+    /// The hash of its text folded for dedup when there are no vectors
+    /// ([`crate::validate::folded_hash`]).
+    pub(crate) folded_hash: u64,
     /// What redaction replaced (kind → count).
     pub(crate) redactions: BTreeMap<String, u32>,
     /// The screening rule and the trust the writer gave, when the screen quarantined it.
@@ -321,6 +324,9 @@ impl TenantState {
 pub(crate) struct State {
     pub(crate) tenants: HashMap<String, TenantState>,
     dim: usize,
+    /// Tenants created from now on defer their vector sets' partitions
+    /// (a store being opened; see [`crate::derived`]).
+    defer_partitions: bool,
 }
 
 impl State {
@@ -328,7 +334,22 @@ impl State {
         State {
             tenants: HashMap::new(),
             dim,
+            defer_partitions: false,
         }
+    }
+
+    /// A state for a store being opened: every vector set pushes its rows
+    /// without partition upkeep until [`crate::derived::resume_partitions`].
+    pub(crate) fn opening(dim: usize) -> State {
+        State {
+            defer_partitions: true,
+            ..State::new(dim)
+        }
+    }
+
+    /// Ends [`State::opening`]: tenants created later partition as they grow.
+    pub(crate) fn opened(&mut self) {
+        self.defer_partitions = false;
     }
 
     pub(crate) fn tenant(&self, tenant: &str) -> Option<&TenantState> {
@@ -397,8 +418,12 @@ impl State {
         let dim = self.dim;
         // Looked up before `entry`, which would allocate the key per row.
         if !self.tenants.contains_key(&row.tenant) {
-            self.tenants
-                .insert(row.tenant.clone(), TenantState::new(dim));
+            let mut tenant = TenantState::new(dim);
+            if self.defer_partitions {
+                tenant.vectors.defer_partitions();
+                tenant.sentences.defer_partitions();
+            }
+            self.tenants.insert(row.tenant.clone(), tenant);
         }
         let Some(tenant) = self.tenants.get_mut(&row.tenant) else {
             return;
@@ -455,7 +480,7 @@ impl State {
         });
         tenant.memories.push(MemoryState {
             id,
-            folded: derived.folded,
+            folded_hash: derived.folded_hash,
             links: derived.links,
             last_confirmed_ms: row.observed_at_ms,
             row,

@@ -73,6 +73,17 @@ pub(crate) fn label(field: &'static str, value: &str) -> Result<()> {
     Ok(())
 }
 
+/// A hash of [`normalized_text`]: what the in-memory state keeps of each
+/// memory's folded text (8 bytes, not a second copy of its content); a
+/// match is confirmed on the text itself.
+pub(crate) fn folded_hash(folded: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    // Fixed keys: equal texts hash equal across the process.
+    let mut hasher = std::hash::DefaultHasher::new();
+    folded.hash(&mut hasher);
+    hasher.finish()
+}
+
 /// Text folded for dedup without vectors: lowercase, punctuation dropped,
 /// whitespace collapsed.
 pub(crate) fn normalized_text(text: &str) -> String {

@@ -414,6 +414,7 @@ fn near_in_store(
             if !vectorless && t.without_vector == 0 {
                 continue;
             }
+            let hash = validate::folded_hash(&folded[i]);
             near[i].extend(
                 t.memories
                     .iter()
@@ -421,7 +422,8 @@ fn near_in_store(
                     .filter(|(m, memory)| {
                         (vectorless || memory.vector_row.is_none())
                             && same_scope(*m, bank)
-                            && memory.folded == folded[i]
+                            && memory.folded_hash == hash
+                            && validate::normalized_text(&memory.row.content) == folded[i]
                     })
                     .map(|(_, memory)| (memory.id, memory.row.title.clone(), 1.0)),
             );

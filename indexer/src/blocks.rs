@@ -100,6 +100,15 @@ impl Blocks {
         })
     }
 
+    /// Bytes the blocks hold allocated (their capacity, not only their rows).
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.blocks
+            .iter()
+            .map(|b| b.capacity() * size_of::<f32>())
+            .sum::<usize>()
+            + self.blocks.capacity() * size_of::<Vec<f32>>()
+    }
+
     /// Where row `from`'s block ends: the first row of the next block.
     pub(crate) fn block_end(from: usize) -> usize {
         (from / BLOCK_ROWS + 1) * BLOCK_ROWS

@@ -72,4 +72,4 @@ pub use lexical::LexicalHit;
 pub use near::near_pairs;
 pub use rows::{EventRow, MemoryRow, Record, VectorRow};
 pub use store::{DEFAULT_FLUSH_EVERY, Durability, LexicalSearcher, Recovered, Store, StoreOptions};
-pub use vectors::{Hits, Placement, ScanConfig, VectorSet, dot};
+pub use vectors::{Hits, PartitionsResumed, Placement, ScanConfig, VectorBytes, VectorSet, dot};

@@ -26,6 +26,8 @@ use rayon::prelude::*;
 use crate::blocks::Blocks;
 use crate::kernels::CODE_BLOCK_ROWS;
 
+mod saved;
+
 /// Trainings so far in this process: each names its centroids, so a
 /// list learned under one training is never used under another.
 static TRAININGS: AtomicU64 = AtomicU64::new(0);
@@ -99,6 +101,20 @@ pub(crate) struct Partitions {
 }
 
 impl Partitions {
+    /// Bytes the centroids and lists hold allocated.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.centroids.len() * size_of::<f32>()
+            + self
+                .lists
+                .iter()
+                .map(|l| {
+                    size_of::<List>()
+                        + l.rows.capacity() * size_of::<u32>()
+                        + l.codes.capacity() * size_of::<u64>()
+                })
+                .sum::<usize>()
+    }
+
     /// Trains centroids on the first `rows` rows of `data` and assigns all
     /// of them (`codes` holds `words` sign-code words per row).
     pub(crate) fn train(

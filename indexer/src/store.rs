@@ -169,8 +169,35 @@ struct InFlight {
 impl Store {
     /// Opens (or creates) the store, replays the write-ahead log into the
     /// tables, and catches the BM25 index up with the tables (rebuilding it
-    /// when it is damaged).
+    /// when it is damaged). Every record comes back in [`Recovered`]; a
+    /// caller that folds them as they come uses [`Store::open_with`].
     pub async fn open(options: StoreOptions) -> Result<(Store, Recovered)> {
+        let mut records = Vec::new();
+        let (store, replayed) = Store::open_with(options, |chunk| records.extend(chunk)).await?;
+        Ok((store, Recovered { records, replayed }))
+    }
+
+    /// [`Store::open`], handing the records to `sink` in sequence order, a
+    /// table batch at a time, instead of returning them all: a large store
+    /// then opens without holding every row (and its vectors) twice.
+    /// Returns the store and how many records came from the write-ahead log.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use recall_indexer::{Store, StoreOptions};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let mut seen = 0;
+    /// let (_store, replayed) =
+    ///     Store::open_with(StoreOptions::new(dir.path(), 4), |records| seen += records.len())
+    ///         .await
+    ///         .unwrap();
+    /// assert_eq!((seen, replayed), (0, 0));
+    /// # });
+    /// ```
+    pub async fn open_with(
+        options: StoreOptions,
+        mut sink: impl FnMut(Vec<Record>),
+    ) -> Result<(Store, usize)> {
         let dir = options.dir.clone();
         std::fs::create_dir_all(&dir).map_err(IndexerError::io(&dir))?;
         let lock_path = dir.join("LOCK");
@@ -204,11 +231,10 @@ impl Store {
         // any object-store wrapper, unless the URI says otherwise).
         #[cfg(feature = "faults")]
         let uri = &crate::faults::object_store::table_uri(uri)?;
+        let opening = std::time::Instant::now();
         let tables = Tables::open(uri, options.dim).await?;
-        let (mut memories, mut events, mut vectors) = load(&tables).await?;
-        let memories_upto = memories.last().map_or(0, |m| m.seq);
-        let events_upto = events.last().map_or(0, |e| e.seq);
-        let vectors_upto = vectors.last().map_or(0, |v| v.seq);
+        let (mut memories_upto, mut in_order) = tables.memory_seqs().await?;
+        let (events_upto, vectors_upto) = tables.event_and_vector_upto().await?;
         tables.written_upto(memories_upto, events_upto, vectors_upto);
 
         // Each table's highest sequence number says which logged records it
@@ -245,46 +271,87 @@ impl Store {
         if read_only.is_none() {
             wal::remove_sealed(&dir.join(SEALED))?;
             wal.reset()?;
-        }
-        for record in replay {
-            match record {
-                Record::Memory(m) => memories.push(m),
-                Record::Event(e) => events.push(e),
-                Record::Vector(v) => vectors.push(v),
-            }
+            // The tables hold the replayed records now.
+            replay.clear();
         }
 
         // An erasure a crash interrupted finishes before anything is served.
         let unfinished_erase = erase::read_intent(&dir)?;
-        if let Some(selector) = &unfinished_erase
-            && read_only.is_none()
-        {
-            tracing::warn!(
-                tenant = selector.tenant(),
-                "finishing an interrupted erasure"
-            );
-            tables.erase(selector).await?;
-            (memories, events, vectors) = load(&tables).await?;
-        }
-
         if let (Some(_), Some(reason)) = (&unfinished_erase, &read_only) {
             // Never serve what an erasure was removing.
             return Err(IndexerError::ReadOnly {
                 reason: format!("{reason}, and an interrupted erasure cannot finish"),
             });
         }
+        if let Some(selector) = &unfinished_erase {
+            tracing::warn!(
+                tenant = selector.tenant(),
+                "finishing an interrupted erasure"
+            );
+            tables.erase(selector).await?;
+        }
+        if replayed > 0 || unfinished_erase.is_some() {
+            (memories_upto, in_order) = tables.memory_seqs().await?;
+        }
+
+        // Events and backfilled vectors are few and read whole; memories are
+        // read a batch at a time and merged with them in sequence order, so
+        // opening never holds every memory row (with its vectors) at once
+        // besides what `sink` keeps. Records a failed replay left in the
+        // log are merged in too.
+        let mut side: Vec<Record> = tables
+            .load_events()
+            .await?
+            .into_iter()
+            .map(Record::Event)
+            .chain(tables.load_vectors().await?.into_iter().map(Record::Vector))
+            .chain(replay)
+            .collect();
+        side.sort_by_key(Record::seq);
+        let last_memory = side
+            .iter()
+            .filter(|r| matches!(r, Record::Memory(_)))
+            .map(Record::seq)
+            .fold(memories_upto, u64::max);
+
         let lexical = Arc::new(LexicalIndex::open(&dir.join("lexical"))?);
         if let Some(selector) = &unfinished_erase {
             lexical.erase(selector)?;
             erase::clear_intent(&dir)?;
         }
-        let last_memory = memories.last().map_or(0, |m| m.seq);
         if lexical.indexed_seq()? > last_memory {
             tracing::warn!(path = %lexical.path().display(), "lexical index is ahead of the tables; rebuilding it");
             lexical.clear()?;
         }
         let from = lexical.indexed_seq()?;
-        let missing: Vec<&MemoryRow> = memories.iter().filter(|m| m.seq > from).collect();
+
+        let mut merge = Merge {
+            side: side.into_iter().peekable(),
+            unindexed: Vec::new(),
+            indexed_upto: from,
+            last_seq: 0,
+        };
+        if in_order {
+            tables
+                .each_memory_batch(|rows| {
+                    sink(merge.before_and(rows));
+                    Ok(())
+                })
+                .await?;
+        } else {
+            // Rows a compaction or an older writer left out of order: read
+            // them whole and sort them.
+            tracing::info!("memories table out of sequence order; reading it whole");
+            let rows = tables.load_memories().await?;
+            sink(merge.before_and(rows));
+        }
+        sink(merge.rest());
+        tracing::debug!(
+            took_ms = opening.elapsed().as_millis() as u64,
+            "tables read"
+        );
+
+        let missing: Vec<&MemoryRow> = merge.unindexed.iter().collect();
         if !missing.is_empty() {
             tracing::info!(documents = missing.len(), "catching the lexical index up");
             if let Err(e) = lexical.add(&missing).and_then(|()| lexical.commit()) {
@@ -297,9 +364,8 @@ impl Store {
             }
         }
 
-        let records = merged(memories, events, vectors);
         let audit = AuditLog::open(&dir)?;
-        let next_seq = 1 + records.last().map_or(0, Record::seq);
+        let next_seq = 1 + merge.last_seq;
         Ok((
             Store {
                 options,
@@ -316,7 +382,7 @@ impl Store {
                 read_only,
                 unfinished: None,
             },
-            Recovered { records, replayed },
+            replayed,
         ))
     }
 
@@ -688,6 +754,56 @@ fn merged(memories: Vec<MemoryRow>, events: Vec<EventRow>, vectors: Vec<VectorRo
         .collect();
     records.sort_by_key(Record::seq);
     records
+}
+
+/// Merges the memory rows read a batch at a time with the other records
+/// (events, backfilled vectors, records a failed replay left in the log),
+/// all in sequence order, and keeps the rows the BM25 index lacks.
+struct Merge<I: Iterator<Item = Record>> {
+    side: std::iter::Peekable<I>,
+    /// Memory rows above the BM25 index's last commit, to catch it up.
+    unindexed: Vec<MemoryRow>,
+    indexed_upto: u64,
+    /// The highest sequence number handed out.
+    last_seq: u64,
+}
+
+impl<I: Iterator<Item = Record>> Merge<I> {
+    /// `rows` (ascending, each above every earlier batch's) with the other
+    /// records that come before each of them.
+    fn before_and(&mut self, mut rows: Vec<MemoryRow>) -> Vec<Record> {
+        rows.sort_by_key(|r| r.seq);
+        let mut out = Vec::with_capacity(rows.len());
+        for row in rows {
+            while let Some(r) = self.side.next_if(|r| r.seq() < row.seq) {
+                self.push(&mut out, r);
+            }
+            if row.seq > self.indexed_upto {
+                self.unindexed.push(row.clone());
+            }
+            self.push(&mut out, Record::Memory(row));
+        }
+        out
+    }
+
+    /// The other records after the last memory row.
+    fn rest(&mut self) -> Vec<Record> {
+        let mut out = Vec::new();
+        while let Some(r) = self.side.next() {
+            if let Record::Memory(row) = &r
+                && row.seq > self.indexed_upto
+            {
+                self.unindexed.push(row.clone());
+            }
+            self.push(&mut out, r);
+        }
+        out
+    }
+
+    fn push(&mut self, out: &mut Vec<Record>, record: Record) {
+        self.last_seq = self.last_seq.max(record.seq());
+        out.push(record);
+    }
 }
 
 #[cfg(test)]

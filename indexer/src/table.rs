@@ -280,6 +280,57 @@ impl Tables {
         Ok(rows)
     }
 
+    /// The memories table's highest sequence number (0 when empty) and
+    /// whether a scan yields its rows in ascending sequence order, as
+    /// appends write them (then [`Tables::each_memory_batch`] can hand them
+    /// out in order a batch at a time). Reads the `seq` column only.
+    pub(crate) async fn memory_seqs(&self) -> Result<(u64, bool)> {
+        let (mut max, mut ascending) = (0, true);
+        for batch in &seq_column(&self.memories, MEMORIES).await? {
+            for seq in seqs_of(batch, MEMORIES)?.iter().flatten() {
+                ascending &= seq > max;
+                max = max.max(seq);
+            }
+        }
+        Ok((max, ascending))
+    }
+
+    /// The highest sequence numbers the events and vectors tables hold (0
+    /// when empty). Reads their `seq` columns only.
+    pub(crate) async fn event_and_vector_upto(&self) -> Result<(u64, u64)> {
+        Ok((
+            max_seq(&self.events, EVENTS).await?,
+            max_seq(&self.vectors, VECTORS).await?,
+        ))
+    }
+
+    /// Reads the memories table in scan order, one Arrow batch at a time,
+    /// and hands each batch's rows to `each`: opening a large store then
+    /// holds one batch's rows besides what `each` keeps, not every row and
+    /// every batch at once.
+    pub(crate) async fn each_memory_batch(
+        &self,
+        mut each: impl FnMut(Vec<MemoryRow>) -> Result<()>,
+    ) -> Result<()> {
+        let mut batches = self
+            .memories
+            .query()
+            .execute()
+            .await
+            .map_err(IndexerError::lance(MEMORIES))?;
+        while let Some(batch) = batches
+            .try_next()
+            .await
+            .map_err(IndexerError::lance(MEMORIES))?
+        {
+            let mut rows = Vec::with_capacity(batch.num_rows());
+            batch_to_memories(&batch, &mut rows)?;
+            drop(batch);
+            each(rows)?;
+        }
+        Ok(())
+    }
+
     pub(crate) async fn load_memories(&self) -> Result<Vec<MemoryRow>> {
         let batches = scan(&self.memories, MEMORIES).await?;
         let mut rows = Vec::new();
@@ -515,7 +566,16 @@ async fn open_table(db: &Connection, name: &str) -> lancedb::Result<Table> {
 
 /// The highest `seq` in `table` (0 when empty).
 async fn max_seq(table: &Table, name: &str) -> Result<u64> {
-    let batches: Vec<RecordBatch> = table
+    let mut max = 0;
+    for batch in &seq_column(table, name).await? {
+        max = seqs_of(batch, name)?.iter().flatten().fold(max, u64::max);
+    }
+    Ok(max)
+}
+
+/// `table`'s `seq` column, in scan order.
+async fn seq_column(table: &Table, name: &str) -> Result<Vec<RecordBatch>> {
+    table
         .query()
         .select(Select::columns(&["seq"]))
         .execute()
@@ -523,16 +583,14 @@ async fn max_seq(table: &Table, name: &str) -> Result<u64> {
         .map_err(IndexerError::lance(name))?
         .try_collect()
         .await
-        .map_err(IndexerError::lance(name))?;
-    let mut max = 0;
-    for batch in &batches {
-        let seqs = batch
-            .column_by_name("seq")
-            .and_then(|c| c.as_primitive_opt::<UInt64Type>())
-            .ok_or_else(|| IndexerError::corrupt(name, "seq column missing or not u64"))?;
-        max = seqs.iter().flatten().fold(max, u64::max);
-    }
-    Ok(max)
+        .map_err(IndexerError::lance(name))
+}
+
+fn seqs_of<'b>(batch: &'b RecordBatch, name: &str) -> Result<&'b UInt64Array> {
+    batch
+        .column_by_name("seq")
+        .and_then(|c| c.as_primitive_opt::<UInt64Type>())
+        .ok_or_else(|| IndexerError::corrupt(name, "seq column missing or not u64"))
 }
 
 async fn scan(table: &Table, name: &str) -> Result<Vec<RecordBatch>> {

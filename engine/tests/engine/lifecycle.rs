@@ -855,3 +855,91 @@ async fn knowledge_map_counts_active_memories_per_element_in_one_tenant() {
         Err(recall::Error::InvalidInput { .. })
     ));
 }
+
+/// A store large enough for vector partitions (16,384 rows) saves them
+/// when it opens; the next open takes them instead of training (the file
+/// is left as it was), the write path's 2 % probe still finds a near copy
+/// through them, a later open adds the new row to them, and an erasure in
+/// the tenant deletes them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn saved_vector_partitions_are_taken_at_the_next_open_and_erased_with_the_tenant() {
+    let config = |dir: &std::path::Path| {
+        Config::new(dir).model(ModelSource::Custom(Arc::new(recall::HashEmbedder::new(
+            384,
+        ))))
+    };
+    let corpus = synthetic_corpus(7, 17_000, 384, 340);
+    let dir = tempfile::tempdir().unwrap();
+    let saved = || -> Vec<std::path::PathBuf> {
+        match std::fs::read_dir(dir.path().join("derived").join("partitions")) {
+            Ok(entries) => entries.map(|e| e.unwrap().path()).collect(),
+            Err(_) => Vec::new(),
+        }
+    };
+    let mut ids = Vec::new();
+    {
+        let engine = Engine::open(config(dir.path())).await.unwrap();
+        let items = corpus.iter().enumerate().map(|(i, m)| {
+            NewMemory::new(TENANT, BANK, Kind::Note, format!("memory {i}")).vector(m.vector.clone())
+        });
+        engine
+            .import(items, recall::IMPORT_BATCH, |o| {
+                ids.extend(o.iter().map(|r| r.id()))
+            })
+            .await
+            .unwrap();
+        engine.flush().await.unwrap();
+        assert!(saved().is_empty(), "written at open, not while importing");
+    }
+    // The first open of the full store trains and saves them.
+    drop(Engine::open(config(dir.path())).await.unwrap());
+    let files = saved();
+    assert_eq!(files.len(), 1, "the whole vectors' partitions: {files:?}");
+    let (file, first) = (&files[0], std::fs::read(&files[0]).unwrap());
+    let modified = || std::fs::metadata(file).unwrap().modified().unwrap();
+    let written_at = modified();
+
+    let engine = Engine::open(config(dir.path())).await.unwrap();
+    assert_eq!(std::fs::read(file).unwrap(), first);
+    assert_eq!(
+        modified(),
+        written_at,
+        "taken as saved, not trained and written again"
+    );
+    let copy = near_copy(99, &corpus[1234].vector, 0.97);
+    let outcome = engine
+        .remember(NewMemory::new(TENANT, BANK, Kind::Note, "a near copy").vector(copy))
+        .await
+        .unwrap();
+    assert!(
+        matches!(outcome, recall::Remembered::Deduplicated { id, .. } if id == ids[1234]),
+        "{outcome:?}"
+    );
+    let fresh = engine
+        .remember(
+            NewMemory::new(TENANT, BANK, Kind::Note, "new")
+                .vector(corpus[0].vector.iter().rev().copied().collect()),
+        )
+        .await
+        .unwrap();
+    assert!(
+        matches!(fresh, recall::Remembered::Stored { .. }),
+        "{fresh:?}"
+    );
+    drop(engine);
+
+    let engine = Engine::open(config(dir.path())).await.unwrap();
+    assert_eq!(
+        std::fs::read(file).unwrap().len(),
+        first.len() + 4,
+        "the new row's list added"
+    );
+    engine
+        .erase(TENANT, recall::EraseScope::Memory(ids[5]), "test")
+        .await
+        .unwrap();
+    assert!(
+        saved().is_empty(),
+        "an erasure deletes its tenant's partitions"
+    );
+}

@@ -1,0 +1,115 @@
+//! Where an open engine's memory goes: the bytes its in-memory state holds,
+//! by part ([`MemoryUse`], from [`crate::Engine::memory_use`]).
+//!
+//! The figures are the heap the parts hold allocated (capacities, not
+//! lengths), counted from the structures themselves; hash maps are counted
+//! at their capacity times their entry's size. What the process holds on
+//! top (the allocator's retained pages, the model, LanceDB's and tantivy's
+//! caches, the mapped index files) is the difference to the resident set.
+
+use std::collections::{HashMap, HashSet};
+
+use recall_indexer::VectorBytes;
+
+use crate::state::{MemoryState, RowMeta, State, TenantState};
+
+/// Bytes held by an open engine's in-memory state, by part.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MemoryUse {
+    /// Memories: their rows (text, elements, provenance), counters and
+    /// per-row metadata.
+    pub memories: usize,
+    /// The lookups by id, sequence number and title.
+    pub lookups: usize,
+    /// Whole-memory vectors: the `f32` rows, sign codes and partitions.
+    pub vectors: VectorBytes,
+    /// Sentence vectors: the same parts.
+    pub sentence_vectors: VectorBytes,
+}
+
+impl MemoryUse {
+    /// All parts together.
+    ///
+    /// ```
+    /// let use_ = recall::MemoryUse::default();
+    /// assert_eq!(use_.total(), 0);
+    /// ```
+    pub fn total(&self) -> usize {
+        self.memories + self.lookups + self.vectors.total() + self.sentence_vectors.total()
+    }
+}
+
+/// What `state` holds, summed over its tenants.
+pub(crate) fn memory_use(state: &State) -> MemoryUse {
+    state
+        .tenants
+        .values()
+        .map(tenant_use)
+        .fold(MemoryUse::default(), |a, b| MemoryUse {
+            memories: a.memories + b.memories,
+            lookups: a.lookups + b.lookups,
+            vectors: a.vectors + b.vectors,
+            sentence_vectors: a.sentence_vectors + b.sentence_vectors,
+        })
+}
+
+fn tenant_use(t: &TenantState) -> MemoryUse {
+    let memories = t.memories.capacity() * size_of::<MemoryState>()
+        + t.memories.iter().map(memory_heap).sum::<usize>()
+        + t.meta.capacity() * size_of::<RowMeta>();
+    let lookups = map_bytes(&t.by_id)
+        + map_bytes(&t.by_seq)
+        + map_bytes(&t.titles)
+        + t.titles.keys().map(String::capacity).sum::<usize>()
+        + map_bytes(&t.drift)
+        + map_bytes(&t.ended_sessions)
+        + map_bytes(&t.bank_ids);
+    MemoryUse {
+        memories,
+        lookups,
+        vectors: t.vectors.heap_bytes(),
+        sentence_vectors: t.sentences.heap_bytes(),
+    }
+}
+
+/// The heap one memory's fields point to (its struct is counted apart).
+fn memory_heap(m: &MemoryState) -> usize {
+    let r = &m.row;
+    let optional = |s: &Option<String>| s.as_ref().map_or(0, String::capacity);
+    let strings = r.id.capacity()
+        + r.tenant.capacity()
+        + r.bank.capacity()
+        + r.kind.capacity()
+        + optional(&r.title)
+        + r.content.capacity()
+        + r.elements.capacity() * size_of::<String>()
+        + r.elements.iter().map(String::capacity).sum::<usize>()
+        + r.source.capacity()
+        + r.trust.capacity()
+        + optional(&r.agent)
+        + optional(&r.session_id)
+        + optional(&r.supersedes)
+        + r.vector
+            .as_ref()
+            .map_or(0, |v| v.capacity() * size_of::<f32>())
+        + r.sentences.capacity() * size_of::<Vec<f32>>();
+    strings
+        + m.links.capacity() * size_of::<String>()
+        + m.links.iter().map(String::capacity).sum::<usize>()
+        + set_bytes(&m.sessions_dealt)
+        + set_bytes(&m.sessions_cited)
+        + m.redactions
+            .keys()
+            .map(|k| k.capacity() + 48)
+            .sum::<usize>()
+        + m.quarantine.as_ref().map_or(0, |(rule, _)| rule.capacity())
+}
+
+/// A hash map's table: a slot and a control byte per bucket.
+fn map_bytes<K, V>(map: &HashMap<K, V>) -> usize {
+    map.capacity() * (size_of::<(K, V)>() + 1)
+}
+
+fn set_bytes(set: &HashSet<String>) -> usize {
+    set.capacity() * (size_of::<String>() + 1) + set.iter().map(String::capacity).sum::<usize>()
+}
