@@ -38,6 +38,10 @@ pub enum Command {
     Locomo(LocomoArgs),
     /// Write a generated LongMemEval-style probe set.
     Probes(ProbesArgs),
+    /// Open a store `scale` built and answer its queries, in a process of
+    /// its own (`scale` runs it).
+    #[command(hide = true)]
+    OpenProbe(crate::open_probe::OpenProbeArgs),
     /// Re-rank one dataset under a grid of scorer settings; table and plots.
     Sweep(Box<SweepArgs>),
     /// Speed against corpus size (synthetic vectors): recall latency,
@@ -51,6 +55,11 @@ pub enum Command {
     /// paraphrases, updates, drift): what the write path kept apart and
     /// merged, recall per group, newest-first, VERIFY flags, isolation.
     Corpus(Box<crate::corpus_eval::CorpusArgs>),
+    /// recall beside LanceDB (hybrid, flat and with a vector index),
+    /// tantivy and the exact dense scan, on the same corpus and queries:
+    /// latency, throughput, build time, memory, ratios to recall; with
+    /// `--locomo`, LanceDB's hybrid scored beside the engine.
+    Peers(crate::peers::PeersArgs),
 }
 
 /// `recall-bench compare`.
@@ -305,8 +314,10 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Probes(a) => probes_command(&a),
         Command::Sweep(a) => sweep_command(&a).await,
         Command::Scale(a) => crate::scale::scale_command(&a).await,
+        Command::OpenProbe(a) => crate::open_probe::open_probe_command(&a).await,
         Command::Compare(a) => compare_command(&a),
         Command::Corpus(a) => crate::corpus_eval::corpus_command(&a).await,
+        Command::Peers(a) => crate::peers::peers_command(&a).await,
     }
 }
 

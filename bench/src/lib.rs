@@ -11,12 +11,17 @@
 //! - [`corpus_eval`]: the write-and-recall path on a seeded agent-memory
 //!   corpus with known answers.
 //! - [`scale`]: speed against corpus size.
+//! - [`open_probe`]: a store `scale` built, opened and recalled from in a
+//!   process of its own (open time and resident memory).
+//! - [`peers`]: recall beside LanceDB, tantivy and the exact scan.
 //! - [`speed`]: synthetic corpora in engines, for `scale` and criterion.
 
 pub mod commands;
 pub mod corpus_eval;
 pub mod eval;
 pub mod metrics;
+pub mod open_probe;
+pub mod peers;
 pub mod report;
 pub mod scale;
 pub mod sources;

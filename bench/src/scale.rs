@@ -28,6 +28,7 @@ use recall_indexer::{ScanConfig, VectorSet};
 use serde_json::json;
 use uuid::Uuid;
 
+use crate::open_probe::{ProbeQueries, run_open_probe};
 use crate::report::{Series, markdown_path, plot, write_json};
 use crate::speed::{
     DIM, TENANT, banks, bench_config, corpus, percentile, to_new, with_sentence_vectors,
@@ -60,6 +61,11 @@ pub struct ScaleArgs {
     /// exactness (vector recall@10 and @100 in the table) for latency.
     #[arg(long, default_value_t = ScanConfig::default().rescore_pool)]
     pub rescore_pool: usize,
+    /// Keep each size's store in `DIR/<size>` (replaced if there), with the
+    /// open probe's queries beside it in `DIR/<size>.queries.json`, for
+    /// `recall-bench open-probe --data DIR/<size> --queries …`.
+    #[arg(long, value_name = "DIR")]
+    pub keep: Option<PathBuf>,
 }
 
 /// Corpus item `i` as a write, with sentence vectors when asked.
@@ -234,18 +240,32 @@ pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
     let mut md = String::from(
         "| memories | import /s | near copies found ≥ 0.94 / < 0.94 | remember p50 / p99 ms | recall p50 / p99 ms | vector recall@10 / @100 vs exact | batched scan q/s 1 thr | 2 thr | × (medians / paired) | one-by-one scan q/s 1 thr | 2 thr | × (medians / paired) | recall q/s 1 caller | 2 callers | × | review queue ms (similar pairs) | knowledge map ms (elements documented / asked) | peak RSS MiB |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
+    let mut md_open = String::from(
+        "| memories | open to first answer s (`Engine::open` s) | RSS MiB after the first answer / while recalling (anon / file) | peak RSS MiB | recall p50 / p99 ms | state MiB: memories / lookups / vectors / codes / partitions / sentence vectors (total) |\n|---:|---:|---:|---:|---:|---:|\n",
+    );
     let (mut p50s, mut p99s) = (Vec::new(), Vec::new());
     let scan = ScanConfig {
         rescore_pool: args.rescore_pool,
         ..ScanConfig::default()
     };
     for &n in &args.sizes {
-        let dir = tempfile::tempdir()?;
+        let temp = tempfile::tempdir()?;
+        let dir = match &args.keep {
+            Some(keep) => {
+                let dir = keep.join(n.to_string());
+                if dir.exists() {
+                    std::fs::remove_dir_all(&dir)?;
+                }
+                std::fs::create_dir_all(&dir)?;
+                dir
+            }
+            None => temp.path().join("store"),
+        };
         let scoring = ScoringConfig {
             scan,
             ..ScoringConfig::default()
         };
-        let engine = Engine::open(bench_config(dir.path()).scoring(scoring)).await?;
+        let engine = Engine::open(bench_config(&dir).scoring(scoring)).await?;
         let data = corpus(n + 200);
         let (base, extra) = data.split_at(n);
         let bar = crate::report::bar(n as u64, "importing");
@@ -391,6 +411,19 @@ pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
         drop(set);
         let rss = peak_rss_mib();
 
+        // Opening the store again, in a process of its own.
+        engine.flush().await?;
+        engine.wait_for_maintenance().await?;
+        drop(engine);
+        let probe = run_open_probe(
+            &dir,
+            &ProbeQueries {
+                banks: readable.clone(),
+                queries: queries.iter().take(100).cloned().collect(),
+            },
+            args.rescore_pool,
+        )?;
+
         let (p50, p99) = (percentile(&recall_ms, 50.0), percentile(&recall_ms, 99.0));
         p50s.push((n as f64, p50));
         p99s.push((n as f64, p99));
@@ -412,8 +445,31 @@ pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
             elements.len(),
             rss.map_or("–".into(), |r| format!("{r:.0}")),
         ));
+        let st = &probe.state_mib;
+        md_open.push_str(&format!(
+            "| {n} | {:.2} ({:.2}) | {:.0} / {:.0} ({:.0} / {:.0}) | {:.0} | {:.2} / {:.2} | {:.0} / {:.0} / {:.0} / {:.0} / {:.0} / {:.0} ({:.0}) |\n",
+            probe.open_s,
+            probe.engine_open_s,
+            probe.rss_mib_open,
+            probe.rss_mib_recall,
+            probe.rss_anon_mib_recall,
+            probe.rss_file_mib_recall,
+            probe.peak_rss_mib,
+            probe.recall_p50_ms,
+            probe.recall_p99_ms,
+            st.memories,
+            st.lookups,
+            st.vectors,
+            st.vector_codes,
+            st.vector_partitions,
+            st.sentence_vectors,
+            st.total,
+        ));
         rows.push(json!({
             "memories": n,
+            "open_s": probe.open_s,
+            "rss_mib_recall": probe.rss_mib_recall,
+            "open": probe,
             "sentence_vectors": args.sentence_vectors,
             "import_per_s": import_rate,
             "settle_after_import_s": settle_s,
@@ -443,8 +499,10 @@ pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
             "knowledge_map_documented": documented,
             "peak_rss_mib": rss,
         }));
-        println!("{md}");
+        println!("{md}\n{md_open}");
     }
+    md.push_str("\nOpened again in a process of its own (`recall-bench open-probe`: no corpus, no second vector set), answering 100 recalls:\n\n");
+    md.push_str(&md_open);
     if let Some(parent) = args.json.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)?;
     }
@@ -466,7 +524,7 @@ pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
     if args.sentence_vectors {
         md.push_str("\nEvery memory has a vector per sentence (2 each), so recall also scans twice as many sentence rows.\n");
     }
-    md.push_str("\nQuery embedding excluded (vectors given). Peak RSS is the process's VmHWM after that size (cumulative).\n");
+    md.push_str("\nQuery embedding excluded (vectors given). In the first table, peak RSS is the bench process's VmHWM after that size (cumulative, the corpus and a second vector set included); in the second, the probe's own.\n");
     write_json(&args.json, &json!({"command": "scale", "scale": rows}))?;
     std::fs::write(markdown_path(&args.json), &md)?;
     println!(
