@@ -551,7 +551,7 @@ impl Engine {
                 t.memories
                     .iter()
                     .enumerate()
-                    .filter(|(_, m)| m.is_active() && bank.is_none_or(|b| m.row.bank == b))
+                    .filter(|(_, m)| m.is_active() && bank.is_none_or(|b| *m.row.bank == *b))
                     .map(|(i, _)| t.view(i))
                     .collect()
             })
@@ -592,7 +592,7 @@ impl Engine {
             };
             ids.iter()
                 .filter_map(|id| t.get(id))
-                .filter(|m| !m.sessions_dealt.contains(session))
+                .filter(|m| !m.usage.dealt_to(session))
                 .map(|m| {
                     let event = Event::Impression {
                         session: session.to_string(),

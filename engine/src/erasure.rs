@@ -85,7 +85,7 @@ impl Engine {
                         .map(|t| {
                             t.memories
                                 .iter()
-                                .filter(|m| &m.row.bank == bank)
+                                .filter(|m| *m.row.bank == **bank)
                                 .map(|m| m.id)
                                 .collect()
                         })

@@ -63,7 +63,10 @@ fn tenant_use(t: &TenantState) -> MemoryUse {
         + t.titles.keys().map(String::capacity).sum::<usize>()
         + map_bytes(&t.drift)
         + map_bytes(&t.ended_sessions)
-        + map_bytes(&t.bank_ids);
+        + map_bytes(&t.bank_ids)
+        + t.bank_ids.keys().map(String::capacity).sum::<usize>()
+        + t.banks.iter().map(|b| b.len()).sum::<usize>()
+        + t.name.len();
     MemoryUse {
         memories,
         lookups,
@@ -76,28 +79,19 @@ fn tenant_use(t: &TenantState) -> MemoryUse {
 fn memory_heap(m: &MemoryState) -> usize {
     let r = &m.row;
     let optional = |s: &Option<String>| s.as_ref().map_or(0, String::capacity);
-    let strings = r.id.capacity()
-        + r.tenant.capacity()
-        + r.bank.capacity()
-        + r.kind.capacity()
-        + optional(&r.title)
+    // The tenant and bank names are shared (counted once per tenant).
+    let strings = optional(&r.title)
         + r.content.capacity()
         + r.elements.capacity() * size_of::<String>()
         + r.elements.iter().map(String::capacity).sum::<usize>()
-        + r.source.capacity()
-        + r.trust.capacity()
         + optional(&r.agent)
-        + optional(&r.session_id)
-        + optional(&r.supersedes)
-        + r.vector
-            .as_ref()
-            .map_or(0, |v| v.capacity() * size_of::<f32>())
-        + r.sentences.capacity() * size_of::<Vec<f32>>();
+        + optional(&r.session_id);
     strings
         + m.links.capacity() * size_of::<String>()
         + m.links.iter().map(String::capacity).sum::<usize>()
-        + set_bytes(&m.sessions_dealt)
-        + set_bytes(&m.sessions_cited)
+        + m.usage.sessions().map_or(0, |s| {
+            size_of::<crate::state::Sessions>() + set_bytes(&s.dealt) + set_bytes(&s.cited)
+        })
         + m.redactions
             .keys()
             .map(|k| k.capacity() + 48)

@@ -80,12 +80,12 @@ fn citations(
     let mut seen = HashSet::new();
     for id in used.iter().filter(|id| seen.insert(**id)) {
         let Some(m) = t.get(id) else { continue };
-        if !m.sessions_dealt.contains(session) {
+        if !m.usage.dealt_to(session) {
             out.not_dealt.push(*id);
             continue;
         }
         out.cited.push(*id);
-        if !m.sessions_cited.contains(session) {
+        if !m.usage.cited_by(session) {
             let event = Event::Citation {
                 session: session.to_string(),
             };
