@@ -108,7 +108,10 @@ pub async fn open_probe_command(args: &OpenProbeArgs) -> anyhow::Result<()> {
         ..ScoringConfig::default()
     };
     let started = Instant::now();
+    // As the `recall` binary opens (its main keeps freed pages).
+    let returning = recall::allocator::ReturnFreedPages::start();
     let engine = Engine::open(bench_config(&args.data).scoring(scoring)).await?;
+    drop(returning);
     let engine_open_s = started.elapsed().as_secs_f64();
     let recall = |text: &str, vector: &[f32]| {
         engine

@@ -243,6 +243,28 @@ enum Command {
     },
 }
 
+/// Held across an `Engine::open`: the pages the open frees go back to the
+/// system ([`recall::allocator::ReturnFreedPages`]; `main` keeps freed
+/// pages otherwise).
+#[cfg(feature = "mimalloc")]
+fn returning_freed_pages() -> recall::allocator::ReturnFreedPages {
+    recall::allocator::ReturnFreedPages::start()
+}
+
+#[cfg(not(feature = "mimalloc"))]
+fn returning_freed_pages() -> SystemAllocator {
+    SystemAllocator
+}
+
+/// Without mimalloc the system's allocator decides; nothing to undo.
+#[cfg(not(feature = "mimalloc"))]
+struct SystemAllocator;
+
+#[cfg(not(feature = "mimalloc"))]
+impl Drop for SystemAllocator {
+    fn drop(&mut self) {}
+}
+
 #[tokio::main]
 async fn main() {
     #[cfg(feature = "mimalloc")]
@@ -311,9 +333,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Mcp(args) => return mcp::run(cli.data, args).await,
         other => other,
     };
+    let returning = returning_freed_pages();
     let engine = Engine::open(Config::new(&cli.data))
         .await
         .with_context(|| format!("opening {}", cli.data.display()))?;
+    drop(returning);
     match command {
         Command::Remember {
             tenant,

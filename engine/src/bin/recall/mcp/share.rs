@@ -80,6 +80,7 @@ pub async fn elect(data: &Path, policy: &Policy) -> anyhow::Result<Role> {
             tracing::info!(socket = %path.display(), "forwarding to the store's owner");
             return Ok(Role::Forwarder(remote));
         }
+        let returning = crate::returning_freed_pages();
         let open = Engine::open(Config::new(data));
         tokio::pin!(open);
         // While this process waits for the lock, an owner that is still
@@ -94,6 +95,7 @@ pub async fn elect(data: &Path, policy: &Policy) -> anyhow::Result<Role> {
                 }
             }
         };
+        drop(returning);
         match opened {
             None => continue,
             Some(Ok(engine)) => {
