@@ -196,6 +196,11 @@ impl VectorSet {
         self.deferred = true;
     }
 
+    /// New partitions over every row, as a push or an open trains them.
+    fn train_partitions(&self) -> Partitions {
+        Partitions::train(&self.data, &self.codes, self.words, self.dim, self.len())
+    }
+
     /// Ends [`VectorSet::defer_partitions`]: takes the partitions `saved`
     /// holds (from [`VectorSet::saved_partitions`]) when they were made for
     /// this set's rows, trains new ones when not (or when the set has grown
@@ -228,13 +233,7 @@ impl VectorSet {
                 }
             }
             None if rows >= PARTITION_FROM => {
-                self.partitions = Some(Partitions::train(
-                    &self.data,
-                    &self.codes,
-                    self.words,
-                    self.dim,
-                    rows,
-                ));
+                self.partitions = Some(self.train_partitions());
                 PartitionsResumed::Trained
             }
             None => {
@@ -349,13 +348,7 @@ impl VectorSet {
             Some(p) => rows >= 8 * p.trained_at(),
         };
         if train {
-            self.partitions = Some(Partitions::train(
-                &self.data,
-                &self.codes,
-                self.words,
-                self.dim,
-                rows,
-            ));
+            self.partitions = Some(self.train_partitions());
             return;
         }
         if let Some(p) = &mut self.partitions {
