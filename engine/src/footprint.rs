@@ -92,11 +92,14 @@ fn memory_heap(m: &MemoryState) -> usize {
         + m.usage.sessions().map_or(0, |s| {
             size_of::<crate::state::Sessions>() + set_bytes(&s.dealt) + set_bytes(&s.cited)
         })
-        + m.redactions
-            .keys()
-            .map(|k| k.capacity() + 48)
-            .sum::<usize>()
-        + m.quarantine.as_ref().map_or(0, |(rule, _)| rule.capacity())
+        + m.screening.screened().map_or(0, |s| {
+            size_of::<crate::state::Screened>()
+                + s.redactions
+                    .keys()
+                    .map(|k| k.capacity() + 48)
+                    .sum::<usize>()
+                + s.quarantine.as_ref().map_or(0, |(rule, _)| rule.capacity())
+        })
 }
 
 /// A hash map's table: a slot and a control byte per bucket.
