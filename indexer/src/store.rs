@@ -15,6 +15,9 @@ use crate::rows::{EventRow, MemoryRow, Record, VectorRow};
 use crate::table::Tables;
 use crate::wal::{self, SEALED, Wal};
 
+mod merge;
+use merge::Merge;
+
 /// How long [`Store::open`] waits for the data directory's lock: a handle
 /// dropped a moment ago may still be finishing its background flush.
 const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
@@ -325,12 +328,7 @@ impl Store {
         }
         let from = lexical.indexed_seq()?;
 
-        let mut merge = Merge {
-            side: side.into_iter().peekable(),
-            unindexed: Vec::new(),
-            indexed_upto: from,
-            last_seq: 0,
-        };
+        let mut merge = Merge::new(side, from);
         if in_order {
             tables
                 .each_memory_batch(|rows| {
@@ -754,56 +752,6 @@ fn merged(memories: Vec<MemoryRow>, events: Vec<EventRow>, vectors: Vec<VectorRo
         .collect();
     records.sort_by_key(Record::seq);
     records
-}
-
-/// Merges the memory rows read a batch at a time with the other records
-/// (events, backfilled vectors, records a failed replay left in the log),
-/// all in sequence order, and keeps the rows the BM25 index lacks.
-struct Merge<I: Iterator<Item = Record>> {
-    side: std::iter::Peekable<I>,
-    /// Memory rows above the BM25 index's last commit, to catch it up.
-    unindexed: Vec<MemoryRow>,
-    indexed_upto: u64,
-    /// The highest sequence number handed out.
-    last_seq: u64,
-}
-
-impl<I: Iterator<Item = Record>> Merge<I> {
-    /// `rows` (ascending, each above every earlier batch's) with the other
-    /// records that come before each of them.
-    fn before_and(&mut self, mut rows: Vec<MemoryRow>) -> Vec<Record> {
-        rows.sort_by_key(|r| r.seq);
-        let mut out = Vec::with_capacity(rows.len());
-        for row in rows {
-            while let Some(r) = self.side.next_if(|r| r.seq() < row.seq) {
-                self.push(&mut out, r);
-            }
-            if row.seq > self.indexed_upto {
-                self.unindexed.push(row.clone());
-            }
-            self.push(&mut out, Record::Memory(row));
-        }
-        out
-    }
-
-    /// The other records after the last memory row.
-    fn rest(&mut self) -> Vec<Record> {
-        let mut out = Vec::new();
-        while let Some(r) = self.side.next() {
-            if let Record::Memory(row) = &r
-                && row.seq > self.indexed_upto
-            {
-                self.unindexed.push(row.clone());
-            }
-            self.push(&mut out, r);
-        }
-        out
-    }
-
-    fn push(&mut self, out: &mut Vec<Record>, record: Record) {
-        self.last_seq = self.last_seq.max(record.seq());
-        out.push(record);
-    }
 }
 
 #[cfg(test)]

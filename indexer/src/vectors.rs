@@ -24,7 +24,12 @@ use crate::kernels;
 use crate::partitions::{ASSIGN_BATCH, List, PARTITION_FROM, Partitions, most_similar};
 
 mod batched;
+mod bytes;
 mod full_pass;
+mod resume;
+
+pub use bytes::VectorBytes;
+pub use resume::PartitionsResumed;
 
 use crate::blocks::{Blocks, CHUNK_ROWS};
 
@@ -106,37 +111,6 @@ pub struct Placement {
     list: u32,
 }
 
-/// Heap bytes a [`VectorSet`] holds allocated, by part: what
-/// [`VectorSet::heap_bytes`] reports.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct VectorBytes {
-    /// The `f32` rows.
-    pub vectors: usize,
-    /// The sign codes and the row owners.
-    pub codes: usize,
-    /// The k-means centroids and their lists (which hold a second copy of
-    /// their rows' codes, laid out for the probe).
-    pub partitions: usize,
-}
-
-impl VectorBytes {
-    /// All parts together.
-    pub fn total(&self) -> usize {
-        self.vectors + self.codes + self.partitions
-    }
-}
-
-impl std::ops::Add for VectorBytes {
-    type Output = VectorBytes;
-    fn add(self, other: VectorBytes) -> VectorBytes {
-        VectorBytes {
-            vectors: self.vectors + other.vectors,
-            codes: self.codes + other.codes,
-            partitions: self.partitions + other.partitions,
-        }
-    }
-}
-
 /// The vectors of one tenant. Rows are appended, never moved; each row names
 /// its owner (the caller's index of the memory it belongs to).
 #[derive(Debug, Clone)]
@@ -150,19 +124,6 @@ pub struct VectorSet {
     /// Pushes skip the partitions' upkeep until
     /// [`VectorSet::resume_partitions`] (a store being opened).
     deferred: bool,
-}
-
-/// What [`VectorSet::resume_partitions`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PartitionsResumed {
-    /// The set is too small for partitions.
-    Unpartitioned,
-    /// The saved partitions matched and hold every row.
-    Restored,
-    /// The saved partitions matched; the rows after them were assigned.
-    Extended,
-    /// Nothing saved matched (or the set outgrew it): trained anew.
-    Trained,
 }
 
 impl VectorSet {
@@ -185,86 +146,6 @@ impl VectorSet {
             owners: Vec::new(),
             partitions: None,
             deferred: false,
-        }
-    }
-
-    /// From now on pushes skip the partitions' upkeep (training, batch
-    /// assignment) until [`VectorSet::resume_partitions`]: a store being
-    /// opened pushes every row first and partitions once, instead of
-    /// training at 16,384 rows, again at 131,072 and assigning as it goes.
-    pub fn defer_partitions(&mut self) {
-        self.deferred = true;
-    }
-
-    /// New partitions over every row, as a push or an open trains them.
-    fn train_partitions(&self) -> Partitions {
-        Partitions::train(&self.data, &self.codes, self.words, self.dim, self.len())
-    }
-
-    /// Ends [`VectorSet::defer_partitions`]: takes the partitions `saved`
-    /// holds (from [`VectorSet::saved_partitions`]) when they were made for
-    /// this set's rows, trains new ones when not (or when the set has grown
-    /// eightfold since they were trained, as a push would), and assigns the
-    /// rows they do not hold.
-    ///
-    /// ```
-    /// use recall_indexer::{PartitionsResumed, VectorSet};
-    /// let mut set = VectorSet::new(2);
-    /// set.defer_partitions();
-    /// set.push(0, &[1.0, 0.0]);
-    /// assert_eq!(set.resume_partitions(None), PartitionsResumed::Unpartitioned);
-    /// ```
-    pub fn resume_partitions(&mut self, saved: Option<&[u8]>) -> PartitionsResumed {
-        self.deferred = false;
-        let rows = self.len();
-        let restored = saved
-            .and_then(|bytes| {
-                Partitions::from_bytes(bytes, &self.codes, self.words, self.dim, rows)
-            })
-            .filter(|p| rows < 8 * p.trained_at());
-        match restored {
-            Some(mut p) => {
-                let extended = p.assigned() < rows;
-                p.assign(&self.data, &self.codes, self.words, rows);
-                self.partitions = Some(p);
-                match extended {
-                    true => PartitionsResumed::Extended,
-                    false => PartitionsResumed::Restored,
-                }
-            }
-            None if rows >= PARTITION_FROM => {
-                self.partitions = Some(self.train_partitions());
-                PartitionsResumed::Trained
-            }
-            None => {
-                self.partitions = None;
-                PartitionsResumed::Unpartitioned
-            }
-        }
-    }
-
-    /// The partitions as bytes, for [`VectorSet::resume_partitions`] at a
-    /// later open (None while the set has none).
-    pub fn saved_partitions(&self) -> Option<Vec<u8>> {
-        self.partitions
-            .as_ref()
-            .and_then(|p| p.to_bytes(&self.codes, self.words))
-    }
-
-    /// Bytes this set holds allocated, by part.
-    ///
-    /// ```
-    /// use recall_indexer::VectorSet;
-    /// let mut set = VectorSet::new(4);
-    /// set.push(0, &[1.0, 0.0, 0.0, 0.0]);
-    /// assert!(set.heap_bytes().vectors >= 16);
-    /// ```
-    pub fn heap_bytes(&self) -> VectorBytes {
-        VectorBytes {
-            vectors: self.data.heap_bytes(),
-            codes: self.codes.capacity() * size_of::<u64>()
-                + self.owners.capacity() * size_of::<usize>(),
-            partitions: self.partitions.as_ref().map_or(0, Partitions::heap_bytes),
         }
     }
 
