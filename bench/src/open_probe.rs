@@ -73,6 +73,10 @@ pub struct StateMib {
     pub vector_partitions: f64,
     pub sentence_vectors: f64,
     pub total: f64,
+    /// Vector rows mapped from their files, not in `total`
+    /// ([`recall::MemoryUse::mapped_vectors`]).
+    #[serde(default)]
+    pub mapped_vectors: f64,
 }
 
 /// One field of `/proc/self/status`, in MiB (Linux; 0 elsewhere).
@@ -149,6 +153,7 @@ pub async fn open_probe_command(args: &OpenProbeArgs) -> anyhow::Result<()> {
             vector_partitions: mib(used.vectors.partitions),
             sentence_vectors: mib(used.sentence_vectors.total()),
             total: mib(used.total()),
+            mapped_vectors: mib(used.mapped_vectors),
         },
     };
     println!("{}", serde_json::to_string(&probe)?);

@@ -241,7 +241,7 @@ pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
         "| memories | import /s | near copies found ≥ 0.94 / < 0.94 | remember p50 / p99 ms | recall p50 / p99 ms | vector recall@10 / @100 vs exact | batched scan q/s 1 thr | 2 thr | × (medians / paired) | one-by-one scan q/s 1 thr | 2 thr | × (medians / paired) | recall q/s 1 caller | 2 callers | × | review queue ms (similar pairs) | knowledge map ms (elements documented / asked) | peak RSS MiB |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     let mut md_open = String::from(
-        "| memories | open to first answer s (`Engine::open` s) | RSS MiB after the first answer / while recalling (anon / file) | peak RSS MiB | recall p50 / p99 ms | state MiB: memories / lookups / vectors / codes / partitions / sentence vectors (total) |\n|---:|---:|---:|---:|---:|---:|\n",
+        "| memories | open to first answer s (`Engine::open` s) | RSS MiB after the first answer / while recalling (anon / file) | peak RSS MiB | recall p50 / p99 ms | state MiB: memories / lookups / vectors / codes / partitions / sentence vectors (total) | vector rows mapped MiB |\n|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     let (mut p50s, mut p99s) = (Vec::new(), Vec::new());
     let scan = ScanConfig {
@@ -447,7 +447,7 @@ pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
         ));
         let st = &probe.state_mib;
         md_open.push_str(&format!(
-            "| {n} | {:.2} ({:.2}) | {:.0} / {:.0} ({:.0} / {:.0}) | {:.0} | {:.2} / {:.2} | {:.0} / {:.0} / {:.0} / {:.0} / {:.0} / {:.0} ({:.0}) |\n",
+            "| {n} | {:.2} ({:.2}) | {:.0} / {:.0} ({:.0} / {:.0}) | {:.0} | {:.2} / {:.2} | {:.0} / {:.0} / {:.0} / {:.0} / {:.0} / {:.0} ({:.0}) | {:.0} |\n",
             probe.open_s,
             probe.engine_open_s,
             probe.rss_mib_open,
@@ -464,6 +464,7 @@ pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
             st.vector_partitions,
             st.sentence_vectors,
             st.total,
+            st.mapped_vectors,
         ));
         rows.push(json!({
             "memories": n,

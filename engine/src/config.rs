@@ -572,6 +572,15 @@ pub struct WriteConfig {
     /// Most neighbours in the similar band a stored write reports
     /// ([`crate::Remembered::Stored`]'s `similar_to`). Default 5.
     pub max_similar: usize,
+    /// A tenant's vector set of at least this many rows keeps its full
+    /// blocks of `f32` rows (16,384 rows each) in files under
+    /// `DATA/derived/vectors/`, mapped, instead of on the heap; recall's
+    /// exact re-scoring reads those rows from the files. The rows then sit
+    /// in the page cache, which the kernel can take back, at the cost of a
+    /// read per re-scored row. Default 262,144: in a smaller set the rows
+    /// are read so often that nearly all of them stay resident anyway (see
+    /// docs/MEASUREMENTS.md). `usize::MAX` keeps every row on the heap.
+    pub vector_files_from: usize,
 }
 
 impl Default for WriteConfig {
@@ -590,6 +599,7 @@ impl Default for WriteConfig {
             },
             near_candidates: 6,
             max_similar: 5,
+            vector_files_from: 262_144,
         }
     }
 }

@@ -1,17 +1,20 @@
-//! Files the engine keeps beside the store so it opens faster: each
-//! tenant's vector partitions, in `DATA/derived/partitions/`.
+//! Files the engine keeps beside the store: each tenant's vector
+//! partitions, in `DATA/derived/partitions/`, so it opens faster; and its
+//! full blocks of vector rows, in `DATA/derived/vectors/`, mapped instead
+//! of held on the heap (`recall_indexer::MappedBlocks`).
 //!
 //! They are derived, never the truth: a missing, damaged or stale file
 //! (one made for other rows) is ignored and the partitions are trained
-//! again, as they were before these files existed; a file that cannot be
-//! written costs the next open that training and nothing else. They are
-//! written without fsync for that reason. An erasure deletes its tenant's
-//! files (the centroids are averages of the tenant's vectors). Only the
-//! process holding the store's lock writes them.
+//! again, as they were before these files existed, or the block is written
+//! again from the rows the store read; a file that cannot be written costs
+//! the next open that training, or keeps the block in memory, and nothing
+//! else. They are written without fsync for that reason. An erasure
+//! deletes its tenant's files (they hold its vectors, or averages of
+//! them). Only the process holding the store's lock writes them.
 
 use std::path::{Path, PathBuf};
 
-use recall_indexer::{PartitionsResumed, VectorSet};
+use recall_indexer::{IndexerError, MappedBlocks, PartitionsResumed, VectorSet};
 use sha2::{Digest, Sha256};
 
 use crate::state::State;
@@ -23,12 +26,97 @@ fn partitions_dir(data: &Path) -> PathBuf {
     data.join("derived").join("partitions")
 }
 
-/// The file of `tenant`'s `set`: named by a hash of the tenant, so no
-/// tenant name becomes a path.
-fn partitions_path(data: &Path, tenant: &str, set: &str) -> PathBuf {
+/// A tenant's name in file names: a hash of it, so no tenant name
+/// becomes a path.
+fn tenant_key(tenant: &str) -> String {
     let digest = Sha256::digest(tenant.as_bytes());
-    let name: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
-    partitions_dir(data).join(format!("{name}.{set}"))
+    digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The file of `tenant`'s `set`.
+fn partitions_path(data: &Path, tenant: &str, set: &str) -> PathBuf {
+    partitions_dir(data).join(format!("{}.{set}", tenant_key(tenant)))
+}
+
+/// The directory of `tenant`'s `set`'s block files.
+fn vectors_dir(data: &Path, tenant: &str, set: &str) -> PathBuf {
+    data.join("derived")
+        .join("vectors")
+        .join(format!("{}.{set}", tenant_key(tenant)))
+}
+
+/// Whether `vectors` (of at least `from` rows) has full blocks of rows in
+/// memory to hand to files ([`crate::WriteConfig::vector_files_from`]).
+fn to_map(vectors: &VectorSet, from: usize) -> bool {
+    vectors.len() >= from && vectors.blocks_to_map() > 0
+}
+
+/// Whether any tenant's vector set has a full block of rows to map.
+pub(crate) fn has_blocks_to_map(state: &State, from: usize) -> bool {
+    state
+        .tenants
+        .values()
+        .any(|t| to_map(&t.vectors, from) || to_map(&t.sentences, from))
+}
+
+/// Each full block of vector rows `state` holds in memory, in its file
+/// and mapped (see [`take_vector_files`]). Reads the state only, so a live
+/// engine runs it under the read lock. A set whose files cannot be written
+/// keeps its rows in memory (logged).
+pub(crate) fn vector_files(
+    data: &Path,
+    state: &State,
+    from: usize,
+) -> Vec<(String, usize, MappedBlocks)> {
+    let mut out = Vec::new();
+    for (tenant, t) in &state.tenants {
+        for (which, (set, vectors)) in SETS.into_iter().zip([&t.vectors, &t.sentences]).enumerate()
+        {
+            if !to_map(vectors, from) {
+                continue;
+            }
+            let dir = vectors_dir(data, tenant, set);
+            match vectors.map_to_files(&dir) {
+                Ok(mapped) => {
+                    tracing::debug!(
+                        tenant = &**tenant,
+                        set,
+                        written = mapped.written,
+                        found = mapped.found,
+                        "vector blocks mapped"
+                    );
+                    out.push((tenant.to_string(), which, mapped));
+                }
+                Err(e) => {
+                    tracing::warn!(tenant = &**tenant, set, error = %e, "vector rows stay in memory");
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Puts the mappings of [`vector_files`] in place of the blocks they were
+/// made from.
+pub(crate) fn take_vector_files(state: &mut State, files: Vec<(String, usize, MappedBlocks)>) {
+    for (tenant, which, mapped) in files {
+        if let Some(t) = state.tenants.get_mut(tenant.as_str()) {
+            let vectors = match which {
+                0 => &mut t.vectors,
+                _ => &mut t.sentences,
+            };
+            vectors.take_mapped(mapped);
+        }
+    }
+}
+
+/// [`vector_files`] then [`take_vector_files`], for a state no one else
+/// reads (an open).
+pub(crate) fn map_vector_blocks(data: &Path, state: &mut State, from: usize) {
+    if has_blocks_to_map(state, from) {
+        let files = vector_files(data, state, from);
+        take_vector_files(state, files);
+    }
 }
 
 /// Ends [`State::opening`]: each tenant's vector sets take their saved
@@ -52,11 +140,22 @@ pub(crate) fn resume_partitions(data: &Path, state: &mut State) {
     }
 }
 
-/// Deletes `tenant`'s partition files (an erasure in it).
-pub(crate) fn forget_tenant(data: &Path, tenant: &str) {
+/// Deletes `tenant`'s partition and vector files (an erasure in it). A
+/// live mapping of a deleted file reads on until the state holding it is
+/// replaced, which the erasure does next. The vector files hold the
+/// tenant's vectors themselves, so one that cannot be deleted is an error:
+/// the erasure stops before it starts.
+pub(crate) fn forget_tenant(data: &Path, tenant: &str) -> Result<(), IndexerError> {
     for set in SETS {
         remove(&partitions_path(data, tenant, set));
+        let dir = vectors_dir(data, tenant, set);
+        match std::fs::remove_dir_all(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => return Err(IndexerError::Io { path: dir, source }),
+        }
     }
+    Ok(())
 }
 
 fn save(path: &Path, vectors: &VectorSet) {

@@ -125,10 +125,15 @@ impl Engine {
         options.compact_every = config.write.compact_every;
         // The records are folded as the store reads them, a table batch at
         // a time: the rows (with their vectors) are never all held at once
-        // besides the state they fold into.
+        // besides the state they fold into, and each block of vector rows
+        // goes to its file as soon as it is full.
         let mut state = State::opening(dim);
-        let (store, replayed) =
-            Store::open_with(options, |records| state.apply_all(records)).await?;
+        let (data, from) = (config.data_dir.clone(), config.write.vector_files_from);
+        let (store, replayed) = Store::open_with(options, |records| {
+            state.apply_all(records);
+            crate::derived::map_vector_blocks(&data, &mut state, from);
+        })
+        .await?;
         crate::derived::resume_partitions(&config.data_dir, &mut state);
         let lexical = store.lexical();
         tracing::info!(
@@ -335,16 +340,20 @@ impl Engine {
         let logging = Instant::now();
         let written = store.append(decided.records).await?;
         let applying = Instant::now();
-        let mut state = self.write_state()?;
-        let state: &mut State = &mut state;
-        let store: &mut Store = &mut store;
-        // The audit log's write and fsync need none of the state: they run
-        // beside the apply too.
-        let ((), (audited, beside)) = rayon::join(
-            || state.apply_placed(written, decided.placements),
-            || rayon::join(|| store.audit(&decided.audit), beside),
-        );
+        let (audited, beside) = {
+            let mut state = self.write_state()?;
+            let state: &mut State = &mut state;
+            let store: &mut Store = &mut store;
+            // The audit log's write and fsync need none of the state: they
+            // run beside the apply too.
+            let ((), done) = rayon::join(
+                || state.apply_placed(written, decided.placements),
+                || rayon::join(|| store.audit(&decided.audit), beside),
+            );
+            done
+        };
         audited?;
+        self.map_vector_blocks(&store)?;
         let ms = |from: Instant, to: Instant| (to - from).as_secs_f64() * 1e3;
         tracing::debug!(
             items = decided.outcomes.len(),
@@ -376,6 +385,25 @@ impl Engine {
         }
         let written = store.append_with(records, durability).await?;
         self.write_state()?.apply_all(written);
+        self.map_vector_blocks(store)
+    }
+
+    /// Hands each full block of vector rows the state holds in memory to
+    /// its file and maps it back ([`crate::derived`]): the files are
+    /// written under the read lock, so recalls go on, and the mappings
+    /// swapped in under the write lock. `_locked`: the caller holds the
+    /// store, so no write changes the state between the two.
+    fn map_vector_blocks(&self, _locked: &Store) -> Result<()> {
+        let files = {
+            let config = &self.inner.config;
+            let from = config.write.vector_files_from;
+            let state = self.read_state()?;
+            if !crate::derived::has_blocks_to_map(&state, from) {
+                return Ok(());
+            }
+            crate::derived::vector_files(&config.data_dir, &state, from)
+        };
+        crate::derived::take_vector_files(&mut *self.write_state()?, files);
         Ok(())
     }
 

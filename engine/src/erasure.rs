@@ -113,9 +113,9 @@ impl Engine {
             .detail(Some(detail));
         let now_ms = entry.at_ms;
 
+        // The derived files hold the tenant's vectors (and averages of them).
+        crate::derived::forget_tenant(&self.config().data_dir, tenant)?;
         store.audit(&[entry])?;
-        // The saved partitions hold averages of the tenant's vectors.
-        crate::derived::forget_tenant(&self.config().data_dir, tenant);
         let erased = match store.erase(&selector).await {
             Ok(erased) => erased,
             Err(e) => {

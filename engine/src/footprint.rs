@@ -25,6 +25,11 @@ pub struct MemoryUse {
     pub vectors: VectorBytes,
     /// Sentence vectors: the same parts.
     pub sentence_vectors: VectorBytes,
+    /// Vector rows (whole and sentence) mapped from their derived files
+    /// instead of held on the heap: not in [`MemoryUse::total`], resident
+    /// only as far as scans read them, and as page cache the kernel can
+    /// take back (`DATA/derived/vectors/`).
+    pub mapped_vectors: usize,
 }
 
 impl MemoryUse {
@@ -50,6 +55,7 @@ pub(crate) fn memory_use(state: &State) -> MemoryUse {
             lookups: a.lookups + b.lookups,
             vectors: a.vectors + b.vectors,
             sentence_vectors: a.sentence_vectors + b.sentence_vectors,
+            mapped_vectors: a.mapped_vectors + b.mapped_vectors,
         })
 }
 
@@ -72,6 +78,7 @@ fn tenant_use(t: &TenantState) -> MemoryUse {
         lookups,
         vectors: t.vectors.heap_bytes(),
         sentence_vectors: t.sentences.heap_bytes(),
+        mapped_vectors: t.vectors.mapped_bytes() + t.sentences.mapped_bytes(),
     }
 }
 

@@ -16,7 +16,14 @@
 //! four of five pairs, 6 % on average).
 //!
 //! A set's first block grows by doubling, so a small tenant holds no more
-//! than twice its rows; every later block is allocated whole.
+//! than twice its rows; every later block is allocated whole. A full block
+//! can be handed to a file and mapped back (`mapped.rs`), which leaves the
+//! set's memory with its last, growing block.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::mapped::MappedRows;
 
 /// Rows per rayon task of a scan.
 pub(crate) const CHUNK_ROWS: usize = 2048;
@@ -25,12 +32,39 @@ pub(crate) const CHUNK_ROWS: usize = 2048;
 /// [`CHUNK_ROWS`], so scan chunks never straddle two blocks.
 pub(crate) const BLOCK_ROWS: usize = 8 * CHUNK_ROWS;
 
-/// Row-major `f32` rows of one width, in blocks of [`BLOCK_ROWS`].
+/// One block's rows: in memory, or (a full block) mapped from its derived
+/// file ([`crate::mapped`]).
+#[derive(Debug, Clone)]
+enum Block {
+    Heap(Vec<f32>),
+    Mapped(Arc<MappedRows>),
+}
+
+impl Block {
+    fn rows(&self) -> &[f32] {
+        match self {
+            Block::Heap(rows) => rows,
+            Block::Mapped(mapped) => mapped.rows(),
+        }
+    }
+}
+
+/// Tells one [`Blocks`] from another, so rows mapped for one set are
+/// never swapped into another that happens to have a block at the same
+/// index. Full blocks never change, so a set and a block index name a
+/// block's rows for good; a clone shares them.
+static NEXT_SET: AtomicU64 = AtomicU64::new(0);
+
+/// Row-major `f32` rows of one width, in blocks of [`BLOCK_ROWS`]. Full
+/// blocks may be mapped from files instead of held in memory
+/// ([`Blocks::map_block`]); the rows read the same either way.
 #[derive(Debug, Clone)]
 pub(crate) struct Blocks {
     dim: usize,
     rows: usize,
-    blocks: Vec<Vec<f32>>,
+    blocks: Vec<Block>,
+    mapped: usize,
+    set: u64,
 }
 
 impl Blocks {
@@ -40,6 +74,8 @@ impl Blocks {
             dim,
             rows: 0,
             blocks: Vec::new(),
+            mapped: 0,
+            set: NEXT_SET.fetch_add(1, Ordering::Relaxed),
         }
     }
 
@@ -47,7 +83,7 @@ impl Blocks {
     pub(crate) fn push(&mut self, vector: &[f32]) {
         let block_len = BLOCK_ROWS * self.dim;
         match self.blocks.last_mut() {
-            Some(block) if block.len() < block_len => {
+            Some(Block::Heap(block)) if block.len() < block_len => {
                 if block.len() == block.capacity() {
                     let wanted = (2 * block.len()).clamp(self.dim, block_len);
                     block.reserve_exact(wanted - block.len());
@@ -60,7 +96,7 @@ impl Blocks {
                     false => Vec::with_capacity(block_len),
                 };
                 block.extend_from_slice(vector);
-                self.blocks.push(block);
+                self.blocks.push(Block::Heap(block));
             }
         }
         self.rows += 1;
@@ -74,7 +110,29 @@ impl Blocks {
         let at = (row % BLOCK_ROWS) * self.dim;
         self.blocks
             .get(row / BLOCK_ROWS)
-            .and_then(|block| block.get(at..at + self.dim))
+            .and_then(|block| block.rows().get(at..at + self.dim))
+    }
+
+    /// The vector at `row` if it is held in memory (not mapped).
+    pub(crate) fn heap_row(&self, row: usize) -> Option<&[f32]> {
+        match self.blocks.get(row / BLOCK_ROWS)? {
+            Block::Heap(_) => self.row(row),
+            Block::Mapped(_) => None,
+        }
+    }
+
+    /// The vector at `row`, read into `buf` (`dim` wide) if its block is
+    /// mapped ([`MappedRows::read_into`]): for scans that read rows
+    /// scattered over the set.
+    pub(crate) fn read_row<'a>(&'a self, row: usize, buf: &'a mut [f32]) -> Option<&'a [f32]> {
+        if row >= self.rows {
+            return None;
+        }
+        let at = (row % BLOCK_ROWS) * self.dim;
+        match self.blocks.get(row / BLOCK_ROWS)? {
+            Block::Heap(rows) => rows.get(at..at + self.dim),
+            Block::Mapped(mapped) => mapped.read_into(at, buf.get_mut(..self.dim)?),
+        }
     }
 
     /// Rows `from..to` as one row-major slice, if they lie in one block.
@@ -85,7 +143,7 @@ impl Blocks {
         let first = (from % BLOCK_ROWS) * self.dim;
         self.blocks
             .get(from / BLOCK_ROWS)
-            .and_then(|block| block.get(first..first + (to - from) * self.dim))
+            .and_then(|block| block.rows().get(first..first + (to - from) * self.dim))
     }
 
     /// All rows in runs of [`CHUNK_ROWS`] (the last run of each block may
@@ -94,25 +152,92 @@ impl Blocks {
         let width = (CHUNK_ROWS * self.dim).max(1);
         self.blocks.iter().enumerate().flat_map(move |(b, block)| {
             block
+                .rows()
                 .chunks(width)
                 .enumerate()
                 .map(move |(c, rows)| (b * BLOCK_ROWS + c * CHUNK_ROWS, rows))
         })
     }
 
-    /// Bytes the blocks hold allocated (their capacity, not only their rows).
+    /// Bytes the blocks hold allocated in memory (their capacity, not only
+    /// their rows); mapped blocks are in [`Blocks::mapped_bytes`].
     pub(crate) fn heap_bytes(&self) -> usize {
         self.blocks
             .iter()
-            .map(|b| b.capacity() * size_of::<f32>())
+            .map(|b| match b {
+                Block::Heap(rows) => rows.capacity() * size_of::<f32>(),
+                Block::Mapped(_) => 0,
+            })
             .sum::<usize>()
-            + self.blocks.capacity() * size_of::<Vec<f32>>()
+            + self.blocks.capacity() * size_of::<Block>()
+    }
+
+    /// Bytes of rows mapped from files: resident only where a scan has
+    /// read them, and then as page cache the kernel can take back.
+    pub(crate) fn mapped_bytes(&self) -> usize {
+        self.blocks
+            .iter()
+            .map(|b| match b {
+                Block::Heap(_) => 0,
+                Block::Mapped(mapped) => std::mem::size_of_val(mapped.rows()),
+            })
+            .sum()
+    }
+
+    /// Full blocks still held in memory.
+    pub(crate) fn unmapped_full_blocks(&self) -> usize {
+        self.rows / BLOCK_ROWS - self.mapped
+    }
+
+    /// The full blocks still held in memory, each with its index and the
+    /// token [`Blocks::map_block`] takes back.
+    pub(crate) fn full_heap_blocks(&self) -> impl Iterator<Item = (BlockToken, &[f32])> {
+        let full = BLOCK_ROWS * self.dim;
+        self.blocks
+            .iter()
+            .enumerate()
+            .filter_map(move |(index, block)| match block {
+                Block::Heap(rows) if rows.len() == full => Some((
+                    BlockToken {
+                        set: self.set,
+                        index,
+                    },
+                    rows.as_slice(),
+                )),
+                _ => None,
+            })
+    }
+
+    /// Puts `mapped` in place of the in-memory block `token` names, if
+    /// this is still the set it came from and that block is still in
+    /// memory; the caller made `mapped` from that block's rows. Returns
+    /// whether it did.
+    pub(crate) fn map_block(&mut self, token: BlockToken, mapped: Arc<MappedRows>) -> bool {
+        if token.set != self.set {
+            return false;
+        }
+        match self.blocks.get_mut(token.index) {
+            Some(block @ Block::Heap(_)) if block.rows().len() == mapped.rows().len() => {
+                *block = Block::Mapped(mapped);
+                self.mapped += 1;
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Where row `from`'s block ends: the first row of the next block.
     pub(crate) fn block_end(from: usize) -> usize {
         (from / BLOCK_ROWS + 1) * BLOCK_ROWS
     }
+}
+
+/// Names one full block of one [`Blocks`] (see [`Blocks::map_block`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BlockToken {
+    set: u64,
+    /// The block's index: its first row is `index * BLOCK_ROWS`.
+    pub(crate) index: usize,
 }
 
 #[cfg(test)]
@@ -141,11 +266,12 @@ mod tests {
         }
         assert_eq!(blocks.row(rows), None);
         // Full blocks never held more than their rows.
-        assert!(
-            blocks.blocks[..2]
-                .iter()
-                .all(|b| b.capacity() == BLOCK_ROWS * dim)
-        );
+        assert!(blocks.blocks[..2].iter().all(|b| match b {
+            Block::Heap(rows) => rows.capacity() == BLOCK_ROWS * dim,
+            Block::Mapped(_) => false,
+        }));
+        assert_eq!(blocks.unmapped_full_blocks(), 2);
+        assert_eq!(blocks.full_heap_blocks().count(), 2);
     }
 
     #[test]

@@ -54,6 +54,7 @@ mod faults;
 mod kernels;
 mod lexical;
 mod log_payload;
+mod mapped;
 mod near;
 mod partitions;
 mod rows;
@@ -72,4 +73,6 @@ pub use lexical::LexicalHit;
 pub use near::near_pairs;
 pub use rows::{EventRow, MemoryRow, Record, VectorRow};
 pub use store::{DEFAULT_FLUSH_EVERY, Durability, LexicalSearcher, Recovered, Store, StoreOptions};
-pub use vectors::{Hits, PartitionsResumed, Placement, ScanConfig, VectorBytes, VectorSet, dot};
+pub use vectors::{
+    Hits, MappedBlocks, PartitionsResumed, Placement, ScanConfig, VectorBytes, VectorSet, dot,
+};

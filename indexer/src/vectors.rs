@@ -26,9 +26,11 @@ use crate::partitions::{ASSIGN_BATCH, List, PARTITION_FROM, Partitions, most_sim
 mod batched;
 mod bytes;
 mod full_pass;
+mod mapping;
 mod resume;
 
 pub use bytes::VectorBytes;
+pub use mapping::MappedBlocks;
 pub use resume::PartitionsResumed;
 
 use crate::blocks::{Blocks, CHUNK_ROWS};
@@ -519,15 +521,20 @@ impl VectorSet {
     /// The `k` of `rows` most similar to `query` by exact cosine, as `(owner, cosine)`.
     fn rescore(&self, query: &[f32], rows: &[u32], k: usize) -> Hits {
         let dot = kernels::dot_fn();
-        let vector = |row: u32| self.data.row(row as usize);
         let rescore_run = |run: &[u32]| -> Hits {
+            // Rows of mapped blocks are read into it (`Blocks::read_row`).
+            let mut buf = vec![0f32; self.dim];
             run.iter()
                 .enumerate()
                 .filter_map(|(i, &row)| {
-                    if let Some(ahead) = run.get(i + PREFETCH_ROWS_AHEAD).and_then(|&r| vector(r)) {
+                    if let Some(ahead) = run
+                        .get(i + PREFETCH_ROWS_AHEAD)
+                        .and_then(|&r| self.data.heap_row(r as usize))
+                    {
                         kernels::prefetch(ahead);
                     }
-                    Some((self.owners[row as usize], dot(vector(row)?, query)))
+                    let vector = self.data.read_row(row as usize, &mut buf)?;
+                    Some((self.owners[row as usize], dot(vector, query)))
                 })
                 .collect()
         };

@@ -860,13 +860,18 @@ async fn knowledge_map_counts_active_memories_per_element_in_one_tenant() {
 /// when it opens; the next open takes them instead of training (the file
 /// is left as it was), the write path's 2 % probe still finds a near copy
 /// through them, a later open adds the new row to them, and an erasure in
-/// the tenant deletes them.
+/// the tenant deletes them. The first full block of vector rows goes to
+/// its file while importing and is mapped from it; later opens find the
+/// file as it is; after an erasure no file holds the erased vector.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn saved_vector_partitions_are_taken_at_the_next_open_and_erased_with_the_tenant() {
+async fn derived_files_are_taken_at_the_next_open_and_erased_with_the_tenant() {
+    // Vector files from one full block on (the default waits for 16).
     let config = |dir: &std::path::Path| {
-        Config::new(dir).model(ModelSource::Custom(Arc::new(recall::HashEmbedder::new(
-            384,
-        ))))
+        let mut config = Config::new(dir).model(ModelSource::Custom(Arc::new(
+            recall::HashEmbedder::new(384),
+        )));
+        config.write.vector_files_from = 16_384;
+        config
     };
     let corpus = synthetic_corpus(7, 17_000, 384, 340);
     let dir = tempfile::tempdir().unwrap();
@@ -890,7 +895,44 @@ async fn saved_vector_partitions_are_taken_at_the_next_open_and_erased_with_the_
             .unwrap();
         engine.flush().await.unwrap();
         assert!(saved().is_empty(), "written at open, not while importing");
+        assert_eq!(
+            engine.memory_use().unwrap().mapped_vectors,
+            16_384 * 384 * 4,
+            "one full block mapped while importing"
+        );
     }
+    let block_files = || -> Vec<std::path::PathBuf> {
+        let mut found = Vec::new();
+        if let Ok(sets) = std::fs::read_dir(dir.path().join("derived").join("vectors")) {
+            for set in sets {
+                for file in std::fs::read_dir(set.unwrap().path()).unwrap() {
+                    found.push(file.unwrap().path());
+                }
+            }
+        }
+        found
+    };
+    let blocks = block_files();
+    assert_eq!(blocks.len(), 1, "{blocks:?}");
+    let block_written_at = std::fs::metadata(&blocks[0]).unwrap().modified().unwrap();
+    // A row as stored: the caller's vector made unit length.
+    let in_block_files = |v: &[f32]| {
+        let needle: Vec<u8> = recall_indexer::normalized(v.to_vec(), 384)
+            .unwrap()
+            .iter()
+            .flat_map(|x| x.to_le_bytes())
+            .collect();
+        block_files().iter().any(|f| {
+            std::fs::read(f)
+                .unwrap()
+                .windows(needle.len())
+                .any(|w| w == needle)
+        })
+    };
+    assert!(
+        in_block_files(&corpus[5].vector),
+        "control: the row is in its block's file"
+    );
     // The first open of the full store trains and saves them.
     drop(Engine::open(config(dir.path())).await.unwrap());
     let files = saved();
@@ -900,6 +942,16 @@ async fn saved_vector_partitions_are_taken_at_the_next_open_and_erased_with_the_
     let written_at = modified();
 
     let engine = Engine::open(config(dir.path())).await.unwrap();
+    assert_eq!(
+        engine.memory_use().unwrap().mapped_vectors,
+        16_384 * 384 * 4
+    );
+    assert_eq!(block_files(), blocks);
+    assert_eq!(
+        std::fs::metadata(&blocks[0]).unwrap().modified().unwrap(),
+        block_written_at,
+        "the block's file found holding its rows, not written again"
+    );
     assert_eq!(std::fs::read(file).unwrap(), first);
     assert_eq!(
         modified(),
@@ -928,6 +980,13 @@ async fn saved_vector_partitions_are_taken_at_the_next_open_and_erased_with_the_
     );
     drop(engine);
 
+    // Below the default's rows, the rows stay on the heap.
+    let mut default_config = config(dir.path());
+    default_config.write.vector_files_from = recall::WriteConfig::default().vector_files_from;
+    let engine = Engine::open(default_config).await.unwrap();
+    assert_eq!(engine.memory_use().unwrap().mapped_vectors, 0);
+    drop(engine);
+
     let engine = Engine::open(config(dir.path())).await.unwrap();
     assert_eq!(
         std::fs::read(file).unwrap().len(),
@@ -942,4 +1001,17 @@ async fn saved_vector_partitions_are_taken_at_the_next_open_and_erased_with_the_
         saved().is_empty(),
         "an erasure deletes its tenant's partitions"
     );
+    assert!(
+        !in_block_files(&corpus[5].vector),
+        "the erased vector is in no block file"
+    );
+    assert!(in_block_files(&corpus[6].vector), "control: a kept one is");
+    let hit = engine
+        .recall(TENANT, "memory 6")
+        .read([BANK])
+        .query_vector(corpus[6].vector.clone())
+        .execute()
+        .await
+        .unwrap();
+    assert_eq!(hit.hits[0].memory.id, ids[6]);
 }
