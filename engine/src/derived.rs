@@ -113,10 +113,11 @@ pub(crate) fn take_vector_files(state: &mut State, files: Vec<(String, usize, Ma
 /// [`vector_files`] then [`take_vector_files`], for a state no one else
 /// reads (an open).
 pub(crate) fn map_vector_blocks(data: &Path, state: &mut State, from: usize) {
-    if has_blocks_to_map(state, from) {
+    if state.vectors_grew && has_blocks_to_map(state, from) {
         let files = vector_files(data, state, from);
         take_vector_files(state, files);
     }
+    state.vectors_grew = false;
 }
 
 /// Ends [`State::opening`]: each tenant's vector sets take their saved
@@ -162,18 +163,9 @@ fn save(path: &Path, vectors: &VectorSet) {
     let Some(bytes) = vectors.saved_partitions() else {
         return;
     };
-    let mut temp = path.as_os_str().to_owned();
-    temp.push(".tmp");
-    let temp = PathBuf::from(temp);
-    let written = path
-        .parent()
-        .map_or(Ok(()), std::fs::create_dir_all)
-        .and_then(|()| std::fs::write(&temp, &bytes))
-        .and_then(|()| std::fs::rename(&temp, path));
-    if let Err(e) = written {
+    if let Err(e) = recall_indexer::write_derived(path, &[&bytes]) {
         // The next open trains them again.
         tracing::warn!(path = %path.display(), error = %e, "could not save vector partitions");
-        std::fs::remove_file(&temp).ok();
     }
 }
 

@@ -353,7 +353,7 @@ impl Engine {
             done
         };
         audited?;
-        self.map_vector_blocks(&store)?;
+        self.map_vector_blocks(&store);
         let ms = |from: Instant, to: Instant| (to - from).as_secs_f64() * 1e3;
         tracing::debug!(
             items = decided.outcomes.len(),
@@ -385,26 +385,38 @@ impl Engine {
         }
         let written = store.append_with(records, durability).await?;
         self.write_state()?.apply_all(written);
-        self.map_vector_blocks(store)
+        self.map_vector_blocks(store);
+        Ok(())
     }
 
     /// Hands each full block of vector rows the state holds in memory to
     /// its file and maps it back ([`crate::derived`]): the files are
     /// written under the read lock, so recalls go on, and the mappings
-    /// swapped in under the write lock. `_locked`: the caller holds the
+    /// swapped in under the write lock. Only after a write that added
+    /// vectors ([`State::vectors_grew`]). `_locked`: the caller holds the
     /// store, so no write changes the state between the two.
-    fn map_vector_blocks(&self, _locked: &Store) -> Result<()> {
+    ///
+    /// Housekeeping after a durable write: it never fails the write. A
+    /// poisoned lock is left for the next call that needs the state.
+    fn map_vector_blocks(&self, _locked: &Store) {
         let files = {
+            let Ok(state) = self.read_state() else {
+                return;
+            };
+            if !state.vectors_grew {
+                return;
+            }
             let config = &self.inner.config;
             let from = config.write.vector_files_from;
-            let state = self.read_state()?;
-            if !crate::derived::has_blocks_to_map(&state, from) {
-                return Ok(());
-            }
-            crate::derived::vector_files(&config.data_dir, &state, from)
+            crate::derived::has_blocks_to_map(&state, from)
+                .then(|| crate::derived::vector_files(&config.data_dir, &state, from))
         };
-        crate::derived::take_vector_files(&mut *self.write_state()?, files);
-        Ok(())
+        if let Ok(mut state) = self.write_state() {
+            if let Some(files) = files {
+                crate::derived::take_vector_files(&mut state, files);
+            }
+            state.vectors_grew = false;
+        }
     }
 
     /// Writes one event now (or at `at_ms`). `memory` is None for

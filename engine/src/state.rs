@@ -434,6 +434,10 @@ pub(crate) struct State {
     /// Tenants created from now on defer their vector sets' partitions
     /// (a store being opened; see [`crate::derived`]).
     defer_partitions: bool,
+    /// Records that may have added vector rows were applied since the
+    /// last look for full blocks to map ([`crate::derived`]), which
+    /// clears it: writes of events alone skip that look.
+    pub(crate) vectors_grew: bool,
 }
 
 impl State {
@@ -442,6 +446,7 @@ impl State {
             tenants: HashMap::new(),
             dim,
             defer_partitions: false,
+            vectors_grew: false,
         }
     }
 
@@ -465,6 +470,9 @@ impl State {
 
     /// Applies one durable record.
     pub(crate) fn apply(&mut self, record: Record) {
+        if matches!(record, Record::Memory(_) | Record::Vector(_)) {
+            self.vectors_grew = true;
+        }
         match record {
             Record::Memory(row) => {
                 let derived = Derived::of(&row);
@@ -503,7 +511,10 @@ impl State {
         for (record, derived) in records.into_iter().zip(derived) {
             let placement = placements.next().flatten();
             match (record, derived) {
-                (Record::Memory(row), Some(derived)) => self.apply_memory(row, derived, placement),
+                (Record::Memory(row), Some(derived)) => {
+                    self.vectors_grew = true;
+                    self.apply_memory(row, derived, placement)
+                }
                 (record, _) => self.apply(record),
             }
         }

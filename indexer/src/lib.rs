@@ -44,6 +44,7 @@
 mod audit;
 mod blocks;
 mod codes;
+mod derived_file;
 mod embedder;
 mod erase;
 mod error;
@@ -64,6 +65,7 @@ mod vectors;
 mod wal;
 
 pub use audit::{AuditEntry, AuditOp};
+pub use derived_file::write_derived;
 pub use embedder::{
     DEFAULT_DIM, Embedder, FastEmbedder, HashEmbedder, ORT_LIBRARY, embed_checked, normalized,
 };

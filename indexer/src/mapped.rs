@@ -7,16 +7,17 @@
 //! `DIR/NNNNNN.f32`, a header of [`HEADER`] bytes (magic, width, rows,
 //! zeros), then the rows as little-endian `f32`. A file is used only when
 //! it holds exactly the rows of the block it stands for (compared byte for
-//! byte, read without mapping them); otherwise it is written again, under
-//! a temporary name and renamed into place, never changed in place. They
-//! are written without fsync: a file lost in a crash is written again.
+//! byte, read without mapping them); otherwise it is written again
+//! ([`crate::write_derived`]), never changed in place.
 
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use memmap2::{Mmap, MmapOptions};
+
+use crate::derived_file::write_derived;
 
 const MAGIC: &[u8; 8] = b"RCVBLK01";
 
@@ -101,17 +102,13 @@ pub(crate) fn map_block(
     let bytes: &[u8] = bytemuck::cast_slice(rows);
     let written = match holds(&path, &header, bytes) {
         Ok(true) => false,
-        Ok(false) => {
-            write(&path, &header, bytes)?;
-            true
-        }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            std::fs::create_dir_all(dir)?;
-            write(&path, &header, bytes)?;
-            true
-        }
+        Ok(false) => true,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => true,
         Err(e) => return Err(e),
     };
+    if written {
+        write_derived(&path, &[&header, bytes])?;
+    }
     let file = File::open(&path)?;
     // SAFETY: the mapped file is only ever written whole under a temporary
     // name and renamed into place, by the process holding the store's
@@ -155,22 +152,6 @@ fn holds(path: &Path, header: &[u8], bytes: &[u8]) -> io::Result<bool> {
         }
     }
     Ok(true)
-}
-
-fn write(path: &Path, header: &[u8], bytes: &[u8]) -> io::Result<()> {
-    let mut temp = path.as_os_str().to_owned();
-    temp.push(format!(".{}.tmp", std::process::id()));
-    let temp = PathBuf::from(temp);
-    let written = File::create(&temp)
-        .and_then(|mut file| {
-            file.write_all(header)?;
-            file.write_all(bytes)
-        })
-        .and_then(|()| std::fs::rename(&temp, path));
-    if written.is_err() {
-        std::fs::remove_file(&temp).ok();
-    }
-    written
 }
 
 #[cfg(test)]
