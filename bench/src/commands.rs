@@ -2,10 +2,9 @@
 //! only parses and dispatches, so tests drive the same code.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use anyhow::Context;
-use recall::{Embedder, FastEmbedder, Kind, ScoringConfig};
+use recall::{Kind, ScoringConfig};
 use recall_datasets::probes::{ProbeConfig, generate};
 use recall_datasets::{chat_probes, locomo, longmemeval};
 use serde_json::json;
@@ -394,16 +393,6 @@ pub fn compare_command(args: &CompareArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The embedder for quality runs: the real model, never a stand-in.
-pub fn embedder(model_dir: Option<&Path>) -> anyhow::Result<Arc<dyn Embedder>> {
-    let dir = match model_dir {
-        Some(d) => d.to_path_buf(),
-        None => recall::find_model_dir()?
-            .context("no embedding model found: run scripts/setup.sh or pass --model-dir")?,
-    };
-    Ok(Arc::new(FastEmbedder::from_dir(&dir)?))
-}
-
 fn open_cache(common: &Common) -> anyhow::Result<VectorCache> {
     let dir = common
         .cache
@@ -411,24 +400,8 @@ fn open_cache(common: &Common) -> anyhow::Result<VectorCache> {
         .unwrap_or_else(vector_cache::default_dir);
     Ok(VectorCache::open(
         &dir,
-        embedder(common.model_dir.as_deref())?,
+        vector_cache::embedder(common.model_dir.as_deref())?,
     )?)
-}
-
-/// The metric columns of a quality table at cut-offs `ks`.
-pub(crate) fn metric_columns(ks: &[usize]) -> Vec<String> {
-    let mut cols = Vec::new();
-    for k in ks {
-        cols.push(format!("recall_any@{k}"));
-    }
-    for k in ks {
-        cols.push(format!("recall_all@{k}"));
-    }
-    for k in ks {
-        cols.push(format!("ndcg@{k}"));
-    }
-    cols.push("mrr".into());
-    cols
 }
 
 /// The three rankers of a quality run: the engine's defaults, dense, BM25;
@@ -498,7 +471,7 @@ fn finish(
     }
     let md = format!(
         "# {title}\n\n{}\n{} docs → {} memories ({} not written), {} questions; embedding {:.1} s, writing {:.1} s, recall {:.1} s (all rankers). Abstention items are excluded from the retrieval metrics.\n",
-        markdown(reports, &metric_columns(&common.ks)),
+        markdown(reports, &crate::metrics::metric_columns(&common.ks)),
         stats.docs,
         stats.memories,
         stats.refused,

@@ -46,7 +46,8 @@ use uuid::Uuid;
 
 use crate::eval::{Ranker, Report};
 use crate::metrics::{Tally, ranked_units, score_question};
-use crate::report::{bar, cell, markdown, markdown_path, write_json};
+use crate::progress::bar;
+use crate::report::{cell, markdown, markdown_path, write_json};
 use crate::speed::DIM;
 use crate::vector_cache::{self, VectorCache};
 
@@ -654,7 +655,7 @@ pub async fn corpus_command(args: &CorpusArgs) -> anyhow::Result<()> {
     let mut cache = match args.vectors {
         VectorMode::Model => {
             let dir = args.cache.clone().unwrap_or_else(vector_cache::default_dir);
-            let embedder = crate::commands::embedder(args.model_dir.as_deref())?;
+            let embedder = vector_cache::embedder(args.model_dir.as_deref())?;
             Some(VectorCache::open(&dir, embedder)?)
         }
         VectorMode::Synthetic => None,
@@ -668,7 +669,7 @@ pub async fn corpus_command(args: &CorpusArgs) -> anyhow::Result<()> {
         !args.quiet,
     )
     .await?;
-    let metrics = crate::commands::metric_columns(&args.ks);
+    let metrics = crate::metrics::metric_columns(&args.ks);
     let groups: BTreeMap<&str, usize> = corpus.queries.iter().fold(BTreeMap::new(), |mut m, q| {
         *m.entry(q.group).or_default() += 1;
         m

@@ -501,7 +501,7 @@ pub async fn run(
     let embed_s = embed_started.elapsed().as_secs_f64();
     let mut outcomes: Vec<Outcome> = rankers.iter().map(|_| Outcome::default()).collect();
     let bar = if progress {
-        crate::report::bar(haystacks.len() as u64, "haystacks")
+        crate::progress::bar(haystacks.len() as u64, "haystacks")
     } else {
         indicatif::ProgressBar::hidden()
     };

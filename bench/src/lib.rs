@@ -5,7 +5,8 @@
 //! - [`sources`]: LongMemEval and LoCoMo files as haystacks.
 //! - [`metrics`]: recall_any@k, recall_all@k, nDCG@k, MRR (SPEC §9).
 //! - [`vector_cache`]: embeddings cached on disk by content hash.
-//! - [`report`]: markdown, JSON, progress bars, SVG plots.
+//! - [`report`]: markdown, JSON, SVG plots.
+//! - [`progress`]: progress bars on stderr.
 //! - [`commands`]: the `recall-bench` command line and what each command runs.
 //! - [`tunables`]: every scorer tunable by name, the table `sweep` reads.
 //! - [`corpus_eval`]: the write-and-recall path on a seeded agent-memory
@@ -22,6 +23,7 @@ pub mod eval;
 pub mod metrics;
 pub mod open_probe;
 pub mod peers;
+pub mod progress;
 pub mod report;
 pub mod scale;
 pub mod sources;

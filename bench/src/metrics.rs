@@ -146,6 +146,22 @@ impl Tally {
     }
 }
 
+/// The metric columns of a quality table at cut-offs `ks`.
+pub fn metric_columns(ks: &[usize]) -> Vec<String> {
+    let mut cols = Vec::new();
+    for k in ks {
+        cols.push(format!("recall_any@{k}"));
+    }
+    for k in ks {
+        cols.push(format!("recall_all@{k}"));
+    }
+    for k in ks {
+        cols.push(format!("ndcg@{k}"));
+    }
+    cols.push("mrr".into());
+    cols
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

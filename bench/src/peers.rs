@@ -1174,7 +1174,7 @@ async fn locomo_quality(file: &Path, args: &PeersArgs) -> anyhow::Result<Vec<Loc
     let conversations = args.locomo_split.select(&locomo::load(file)?);
     let haystacks = sources::locomo(&conversations, args.locomo_context, ContextIn::Title, false);
     let dir = args.cache.clone().unwrap_or_else(vector_cache::default_dir);
-    let mut cache = VectorCache::open(&dir, crate::commands::embedder(args.model_dir.as_deref())?)?;
+    let mut cache = VectorCache::open(&dir, vector_cache::embedder(args.model_dir.as_deref())?)?;
     let rankers = [
         Ranker::engine("engine", recall::ScoringConfig::default()),
         Ranker::dense(),

@@ -1,23 +1,11 @@
-//! Output: progress bars, markdown tables, JSON files and SVG plots.
+//! Output: markdown tables, JSON files and SVG plots (progress bars are
+//! `progress.rs`).
 
 use std::path::Path;
 
-use indicatif::{ProgressBar, ProgressStyle};
 use plotters::prelude::*;
 
 use crate::eval::Report;
-
-/// A progress bar on stderr with a label, count, rate and ETA.
-pub fn bar(len: u64, label: &str) -> ProgressBar {
-    let bar = ProgressBar::new(len);
-    if let Ok(style) =
-        ProgressStyle::with_template("{prefix:>10} [{bar:30}] {pos}/{len} {per_sec} eta {eta}")
-    {
-        bar.set_style(style.progress_chars("=> "));
-    }
-    bar.set_prefix(label.to_string());
-    bar
-}
 
 /// A metric as a table cell: three decimals, or `–` when there is none.
 pub(crate) fn cell(v: Option<f64>) -> String {

@@ -268,7 +268,7 @@ pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
         let engine = Engine::open(bench_config(&dir).scoring(scoring)).await?;
         let data = corpus(n + 200);
         let (base, extra) = data.split_at(n);
-        let bar = crate::report::bar(n as u64, "importing");
+        let bar = crate::progress::bar(n as u64, "importing");
         if args.quiet {
             bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
         }

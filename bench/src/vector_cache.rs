@@ -11,8 +11,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use anyhow::Context;
 use indicatif::ProgressBar;
-use recall::Embedder;
+use recall::{Embedder, FastEmbedder};
 use sha2::{Digest, Sha256};
 
 /// The default cache directory: `$RECALL_VECTOR_CACHE`, else
@@ -105,7 +106,7 @@ impl VectorCache {
             return Ok(());
         }
         let bar = if progress {
-            crate::report::bar(missing.len() as u64, "embedding")
+            crate::progress::bar(missing.len() as u64, "embedding")
         } else {
             ProgressBar::hidden()
         };
@@ -193,6 +194,16 @@ impl Embedder for CachedEmbedder {
     fn count_tokens(&self, texts: &[&str]) -> Option<Vec<usize>> {
         self.model.count_tokens(texts)
     }
+}
+
+/// The embedder for quality runs: the real model, never a stand-in.
+pub fn embedder(model_dir: Option<&Path>) -> anyhow::Result<Arc<dyn Embedder>> {
+    let dir = match model_dir {
+        Some(d) => d.to_path_buf(),
+        None => recall::find_model_dir()?
+            .context("no embedding model found: run scripts/setup.sh or pass --model-dir")?,
+    };
+    Ok(Arc::new(FastEmbedder::from_dir(&dir)?))
 }
 
 #[cfg(test)]
