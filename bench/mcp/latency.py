@@ -1,6 +1,6 @@
 """`recall mcp` latency, measured with the official MCP Python SDK (mcp==2.3.0).
 
-    python bench/mcp/latency.py --bin target/debug/recall --size 100000 [--data DIR]
+    python bench/mcp/latency.py --bin target/debug/recall --size 100000 [--data DIR] [--http]
 
 Builds (or reuses) a store of SIZE memories, then reports:
 - start: spawning `recall mcp` to its first `recall` answer (what an agent
@@ -8,7 +8,10 @@ Builds (or reuses) a store of SIZE memories, then reports:
 - warm: `recall` tool round trips from one client, and from 4 clients at
   once on the same data directory (one owner, three forwarding), each split
   into the query embedding (the model's time, reported by the server in
-  `took_ms.embed`) and the rest.
+  `took_ms.embed`) and the rest; with `--http`, also one client over
+  Streamable HTTP (`recall mcp --http`, a binary built with the `http`
+  feature). Each run also reports calls/s and how busy the machine's cores
+  were (every process: server, clients, model).
 The store's vectors are random unit vectors (the scan's cost does not depend
 on what they mean); the texts are drawn from a fixed vocabulary so BM25 has
 real postings. Queries are embedded by the real model.
@@ -87,28 +90,88 @@ def queries(n, seed=11):
     return [text(rng, 5) for _ in range(n)]
 
 
+def cpu_ticks():
+    """(busy, total) jiffies of all cores from /proc/stat."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+class Timed:
+    """The timed calls of a run (servers started and warmed up before):
+    their wall time and the machine's CPU use meanwhile (all cores, every
+    process). A run whose cores are all busy is limited by the CPU, not by
+    a lock."""
+
+    def __enter__(self):
+        self.ticks, self.started = cpu_ticks(), time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        self.seconds = time.perf_counter() - self.started
+        end = cpu_ticks()
+        self.busy = (end[0] - self.ticks[0]) / max(1, end[1] - self.ticks[1])
+
+
 def pct(xs, p):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
 
 
-async def one_client(bin_path, data, n, ready=None, go=None):
+async def one_client(bin_path, data, n, timed):
     rows = []
     async with stdio_client(server(bin_path, data)) as (r, w):
         async with ClientSession(r, w) as s:
             await s.initialize()
             for q in queries(5, seed=99):  # warm-up
                 await s.call_tool("recall", {"query": q, "k": 8})
-            if ready is not None:
-                ready.set()
-                await go.wait()
-            for q in queries(n, seed=hash(id(rows)) & 0xFFFF):
-                t = time.perf_counter()
-                res = await s.call_tool("recall", {"query": q, "k": 8})
-                rt = (time.perf_counter() - t) * 1e3
-                assert not res.is_error, res
-                took = res.structured_content["took_ms"]
-                rows.append((rt, took["embed"], took["recall"], took["render"]))
+            with timed:
+                await sdk_calls(s, n, rows, seed=hash(id(rows)) & 0xFFFF)
+    return rows
+
+
+async def sdk_calls(s, n, rows, seed):
+    """`n` timed `recall` calls through an SDK client session."""
+    for q in queries(n, seed=seed):
+        t = time.perf_counter()
+        res = await s.call_tool("recall", {"query": q, "k": 8})
+        rt = (time.perf_counter() - t) * 1e3
+        assert not res.is_error, res
+        took = res.structured_content["took_ms"]
+        rows.append((rt, took["embed"], took["recall"], took["render"]))
+
+
+async def http_client(bin_path, data, n, timed):
+    """The SDK's Streamable HTTP client against `recall mcp --http` (a binary
+    built with the `http` feature)."""
+    import re
+    from mcp.client.streamable_http import streamable_http_client
+
+    p = subprocess.Popen(
+        [bin_path, "--data", data, "mcp", "--tenant", "bench", "--read", "org", "--http", "127.0.0.1:0"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "RUST_LOG": "warn"})
+    url = None
+    for line in p.stderr:
+        m = re.search(r"serving (http://\S+)", line)
+        if m:
+            url = m.group(1)
+            break
+    assert url, "the server did not start"
+    threading.Thread(target=lambda: [None for _ in p.stderr], daemon=True).start()
+    rows = []
+    try:
+        async with streamable_http_client(url) as (r, w):
+            async with ClientSession(r, w) as s:
+                await s.initialize()
+                for q in queries(5, seed=99):
+                    await s.call_tool("recall", {"query": q, "k": 8})
+                with timed:
+                    await sdk_calls(s, n, rows, seed=77)
+    finally:
+        p.terminate()
+        p.wait(timeout=60)
     return rows
 
 
@@ -147,7 +210,7 @@ class Raw:
         self.p.wait(timeout=60)
 
 
-def raw_clients(bin_path, data, clients, n):
+def raw_clients(bin_path, data, clients, n, timed):
     """`clients` raw clients started one after another (the first owns the
     store), then all calling at once."""
     rows, lock, go = [], threading.Lock(), threading.Event()
@@ -167,9 +230,10 @@ def raw_clients(bin_path, data, clients, n):
     threads = [threading.Thread(target=work, args=(i, c)) for i, c in enumerate(conns)]
     for t in threads:
         t.start()
-    go.set()
-    for t in threads:
-        t.join()
+    with timed:
+        go.set()
+        for t in threads:
+            t.join()
     for c in reversed(conns):
         c.close()
     return rows
@@ -185,7 +249,7 @@ async def start_to_first_answer(bin_path, data):
             return (time.perf_counter() - t) * 1e3
 
 
-def summary(name, rows):
+def summary(name, rows, timed):
     rt = [r[0] for r in rows]
     emb = [r[1] for r in rows]
     rest = [r[0] - r[1] for r in rows]
@@ -197,51 +261,62 @@ def summary(name, rows):
         "embedding_p50": pct(emb, 50), "embedding_p99": pct(emb, 99),
         "engine_recall_p50": pct(eng, 50),
         "render_p50": pct([r[3] for r in rows], 50),
+        "calls_per_s": len(rows) / timed.seconds,
+        "cpu_busy": timed.busy,
     }
 
 
-async def main():
+def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True)
     ap.add_argument("--size", type=int, default=100_000)
     ap.add_argument("--data")
     ap.add_argument("--calls", type=int, default=300)
     ap.add_argument("--json")
+    ap.add_argument("--http", action="store_true",
+                    help="also time the SDK's Streamable HTTP client (the binary needs the `http` feature)")
     a = ap.parse_args()
     data = a.data or os.path.join(tempfile.gettempdir(), f"recall-mcp-bench-{a.size}")
     build_store(a.bin, data, a.size)
 
-    starts = [await start_to_first_answer(a.bin, data) for _ in range(3)]
+    starts = [asyncio.run(start_to_first_answer(a.bin, data)) for _ in range(3)]
     t = time.perf_counter()
     subprocess.run([a.bin, "--data", data, "recall", "--tenant", "bench", "--read", "org",
                     queries(1)[0]], check=True, stdout=subprocess.DEVNULL)
     cli = (time.perf_counter() - t) * 1e3
 
-    sdk = await one_client(a.bin, data, a.calls)
-    single = raw_clients(a.bin, data, 1, a.calls)
-    four = raw_clients(a.bin, data, 4, a.calls // 2)
+    runs = []
+    for name, run in [
+        ("1 client, MCP Python SDK", lambda t: asyncio.run(one_client(a.bin, data, a.calls, t))),
+        ("1 client, bare JSON-RPC", lambda t: raw_clients(a.bin, data, 1, a.calls, t)),
+        ("4 clients at once, bare JSON-RPC", lambda t: raw_clients(a.bin, data, 4, a.calls // 2, t)),
+    ] + ([("1 client, MCP Python SDK over Streamable HTTP",
+           lambda t: asyncio.run(http_client(a.bin, data, a.calls, t)))] if a.http else []):
+        timed = Timed()
+        rows = run(timed)
+        runs.append(summary(name, rows, timed))
 
     out = {
         "size": a.size,
         "start_to_first_answer_ms": starts,
         "cli_recall_ms": cli,
-        "runs": [summary("1 client, MCP Python SDK", sdk), summary("1 client, bare JSON-RPC", single),
-                 summary("4 clients at once, bare JSON-RPC", four)],
+        "runs": runs,
     }
     print(f"| store | start to first answer (3 runs) | one `recall recall` CLI call |")
     print(f"|---|---|---|")
     print(f"| {a.size:,} | {', '.join(f'{s:.0f}' for s in starts)} ms | {cli:.0f} ms |")
     print()
-    print("| clients | calls | round trip p50 / p99 | without embedding p50 / p99 | embedding p50 / p99 | engine recall p50 |")
-    print("|---|---|---|---|---|---|")
+    print("| clients | calls | round trip p50 / p99 | without embedding p50 / p99 | embedding p50 / p99 | engine recall p50 | calls/s | CPU busy |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in out["runs"]:
         print(f"| {r['run']} | {r['calls']} | {r['round_trip_p50']:.2f} / {r['round_trip_p99']:.2f} ms "
               f"| {r['without_embedding_p50']:.2f} / {r['without_embedding_p99']:.2f} ms "
-              f"| {r['embedding_p50']:.2f} / {r['embedding_p99']:.2f} ms | {r['engine_recall_p50']:.2f} ms |")
+              f"| {r['embedding_p50']:.2f} / {r['embedding_p99']:.2f} ms | {r['engine_recall_p50']:.2f} ms "
+              f"| {r['calls_per_s']:.0f} | {r['cpu_busy']:.0%} |")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(out, f, indent=2)
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    main()

@@ -18,8 +18,9 @@ fn python() -> PathBuf {
     home.join(".cache/recall/mcp-venv/bin/python")
 }
 
-#[test]
-fn python_sdk_client_end_to_end() {
+/// Runs `tests/mcp/<script>` against the built binary and returns what it
+/// printed, failing on a non-zero exit.
+fn run_script(script: &str) -> String {
     let python = python();
     assert!(
         python.exists(),
@@ -27,7 +28,9 @@ fn python_sdk_client_end_to_end() {
         python.display()
     );
     let work = tempfile::tempdir().unwrap();
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/e2e.py");
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/mcp")
+        .join(script);
     let out = Command::new(&python)
         .arg(&script)
         .arg("--bin")
@@ -36,14 +39,21 @@ fn python_sdk_client_end_to_end() {
         .arg(work.path())
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr);
     println!("{stdout}");
     assert!(
         out.status.success(),
-        "e2e.py failed ({}):\n{stdout}\n{stderr}",
+        "{} failed ({}):\n{stdout}\n{stderr}",
+        script.display(),
         out.status
     );
+    stdout
+}
+
+#[test]
+fn python_sdk_client_end_to_end() {
+    let stdout = run_script("e2e.py");
     for scenario in [
         "ok list_tools",
         "ok remember_and_dedup",
@@ -58,6 +68,31 @@ fn python_sdk_client_end_to_end() {
         "ok owner_leaves_and_hands_over",
         "ok malformed_json_rpc",
         "ok path_like_tenant_refused",
+    ] {
+        assert!(
+            stdout.contains(scenario),
+            "{scenario} did not run:\n{stdout}"
+        );
+    }
+}
+
+/// `recall mcp --http` (the `http` feature) with the SDK's Streamable HTTP
+/// client: two sessions on one server, a session ended when its client
+/// leaves, bad input, a web page's request refused, a stdio window
+/// forwarding to it, SIGTERM handing the store over, loopback only.
+#[cfg(feature = "http")]
+#[test]
+fn python_sdk_http_client_end_to_end() {
+    let stdout = run_script("http_e2e.py");
+    for scenario in [
+        "ok http_two_sessions_see_each_other",
+        "ok http_bad_input_answered",
+        "ok http_session_ended_when_client_left",
+        "ok http_only_the_endpoint_and_no_web_pages",
+        "ok stdio_window_forwards_to_http_server",
+        "ok http_server_stops_and_hands_over",
+        "ok all_there_after_restart",
+        "ok non_loopback_refused",
     ] {
         assert!(
             stdout.contains(scenario),

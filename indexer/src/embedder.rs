@@ -144,11 +144,15 @@ impl FastEmbedder {
         load_runtime(dir)?;
         let model =
             UserDefinedEmbeddingModel::new(onnx, tokenizer_files).with_pooling(Pooling::Mean);
-        let embedding = TextEmbedding::try_new_from_user_defined(
-            model,
-            InitOptionsUserDefined::new().with_max_length(256),
-        )
-        .map_err(|e| IndexerError::Embedding(format!("cannot load the model: {e}")))?;
+        // ONNX Runtime's pool threads spin after each run by default, and on
+        // a small machine that spinning takes the cores the recall that
+        // follows the query's embedding needs. Stopping it after each run
+        // keeps the embedding as fast (docs/MEASUREMENTS.md, "MCP").
+        let options = InitOptionsUserDefined::new()
+            .with_max_length(256)
+            .with_session_config("session.force_spinning_stop", "1");
+        let embedding = TextEmbedding::try_new_from_user_defined(model, options)
+            .map_err(|e| IndexerError::Embedding(format!("cannot load the model: {e}")))?;
         let mut counter = embedding.tokenizer.clone();
         counter
             .with_truncation(None)

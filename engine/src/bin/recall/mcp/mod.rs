@@ -3,7 +3,10 @@
 //! - `tools.rs`: the tools, their schemas, and how each maps onto the engine.
 //! - `server.rs`: the MCP protocol side (rmcp) and the connection's session.
 //! - `share.rs`: several servers on one data directory (owner and forwarders).
+//! - `http.rs`: Streamable HTTP instead of stdio (`--http`, cargo feature `http`).
 
+#[cfg(feature = "http")]
+mod http;
 mod server;
 mod share;
 mod tools;
@@ -21,7 +24,7 @@ use tools::Policy;
 #[derive(clap::Args, Debug, Default)]
 pub struct McpArgs {
     /// A JSON object with any of `tenant`, `read` (a list), `write_bank`,
-    /// `agent` and `session`; flags and variables override it.
+    /// `agent`, `session` and `http`; flags and variables override it.
     #[arg(long, env = "RECALL_CONFIG")]
     config: Option<PathBuf>,
     /// The only tenant this server reads and writes (required here, in the
@@ -40,6 +43,14 @@ pub struct McpArgs {
     /// Id of the first session (default: a new one per connection).
     #[arg(long, env = "RECALL_SESSION")]
     session: Option<String>,
+    /// Serve MCP's Streamable HTTP at http://ADDR/mcp instead of stdio, one
+    /// recall session per MCP session (needs the `http` cargo feature).
+    #[arg(long, env = "RECALL_HTTP", value_name = "ADDR")]
+    http: Option<std::net::SocketAddr>,
+    /// With --http: accept a non-loopback address and any Host header. The
+    /// server has no authentication of its own; put one in front of it.
+    #[arg(long, requires = "http")]
+    allow_remote: bool,
 }
 
 /// The config file's settings (`--config`); unknown keys are refused so a
@@ -53,6 +64,7 @@ struct McpFile {
     write_bank: Option<String>,
     agent: Option<String>,
     session: Option<String>,
+    http: Option<std::net::SocketAddr>,
 }
 
 impl McpFile {
@@ -83,6 +95,7 @@ impl McpArgs {
         self.write_bank = self.write_bank.or(file.write_bank);
         self.agent = self.agent.or(file.agent);
         self.session = self.session.or(file.session);
+        self.http = self.http.or(file.http);
         Ok(self)
     }
 
@@ -113,13 +126,34 @@ impl McpArgs {
     }
 }
 
-/// Serves one MCP client on stdin/stdout until it disconnects.
+/// Serves one MCP client on stdin/stdout until it disconnects, or, with
+/// `--http`, every client that connects until the process is stopped.
 pub async fn run(data: PathBuf, args: McpArgs) -> anyhow::Result<()> {
     let args = args.merged()?;
     let policy = args.policy()?;
+    #[cfg(not(feature = "http"))]
+    if let Some(addr) = args.http {
+        anyhow::bail!(
+            "--http {addr}: this recall was built without Streamable HTTP; build it with `cargo build --features http`"
+        );
+    }
+    #[cfg(feature = "http")]
+    let listen = args
+        .http
+        .map(|addr| http::Listen::new(addr, args.allow_remote))
+        .transpose()?;
     std::fs::create_dir_all(&data).with_context(|| format!("creating {}", data.display()))?;
-    let role = share::elect(&data, &policy).await?;
-    let front = std::sync::Arc::new(server::Front::new(data, policy, role, args.session));
+    let role = std::sync::Arc::new(tokio::sync::Mutex::new(share::elect(&data, &policy).await?));
+    #[cfg(feature = "http")]
+    if let Some(listen) = listen {
+        return http::serve(data, policy, role, listen).await;
+    }
+    let front = std::sync::Arc::new(server::Front::new(
+        data,
+        policy,
+        std::sync::Arc::clone(&role),
+        args.session,
+    ));
     let service = std::sync::Arc::clone(&front)
         .serve(rmcp::transport::stdio())
         .await
@@ -136,7 +170,8 @@ pub async fn run(data: PathBuf, args: McpArgs) -> anyhow::Result<()> {
             stop.cancel();
         }
     }
-    front.finish().await;
+    front.end_if_active().await;
+    server::hand_over(&role).await;
     Ok(())
 }
 
@@ -170,13 +205,15 @@ mod tests {
     #[test]
     fn the_config_file_fills_what_no_flag_gave_and_a_flag_wins() {
         let (_f, path) = file(
-            r#"{"tenant": "acme", "read": ["org", "user:ana"], "write_bank": "user:ana", "agent": "cursor"}"#,
+            r#"{"tenant": "acme", "read": ["org", "user:ana"], "write_bank": "user:ana", "agent": "cursor", "http": "127.0.0.1:8765"}"#,
         );
         let from_file = McpArgs {
             config: Some(path.clone()),
             ..McpArgs::default()
         };
-        let policy = from_file.merged().unwrap().policy().unwrap();
+        let merged = from_file.merged().unwrap();
+        assert_eq!(merged.http, Some(([127, 0, 0, 1], 8765).into()));
+        let policy = merged.policy().unwrap();
         assert_eq!(policy.tenant, "acme");
         assert_eq!(policy.write_bank, "user:ana");
         assert_eq!(policy.read, ["user:ana", "org"]);

@@ -1,6 +1,7 @@
-//! The MCP face: one client connection over stdio, one session at a time.
-//! Tool calls run on this process's engine when it owns the store, or are
-//! forwarded to the owner (`share.rs`); either way through `tools::call`.
+//! The MCP face: one client connection (over stdio, or one Streamable HTTP
+//! session, `http.rs`), one session at a time. Tool calls run on this
+//! process's engine when it owns the store, or are forwarded to the owner
+//! (`share.rs`); either way through `tools::call`.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -27,20 +28,24 @@ struct Session {
     active: bool,
 }
 
+/// What this process is to the store (owner or forwarder), shared by every
+/// client connection it serves; a re-election replaces it for all of them.
+pub type SharedRole = Arc<Mutex<Role>>;
+
 /// One MCP client's server.
 pub struct Front {
     data: PathBuf,
     policy: Policy,
-    role: Mutex<Role>,
+    role: SharedRole,
     session: std::sync::Mutex<Session>,
 }
 
 impl Front {
-    pub fn new(data: PathBuf, policy: Policy, role: Role, session: Option<String>) -> Front {
+    pub fn new(data: PathBuf, policy: Policy, role: SharedRole, session: Option<String>) -> Front {
         Front {
             data,
             policy,
-            role: Mutex::new(role),
+            role,
             session: std::sync::Mutex::new(Session {
                 id: session.unwrap_or_else(new_session_id),
                 active: false,
@@ -124,16 +129,36 @@ impl Front {
     }
 
     /// The client left (or the process was told to stop): end the session
-    /// if anything happened in it, then, as the owner, hand the store over
-    /// to the other windows' servers.
-    pub async fn finish(&self) {
-        let active = self.session.lock().map(|s| s.active).unwrap_or(true);
-        if active && let Err(e) = self.call("end_session", Map::new()).await {
-            tracing::warn!("ending the session on disconnect: {e}");
+    /// if anything happened in it (its impressions without citations then
+    /// count as ignored, SPEC §5).
+    /// The session is taken under the lock, so two callers (a dropped HTTP
+    /// session and a stopping server) end it once.
+    pub async fn end_if_active(&self) {
+        let taken = {
+            let mut s = match self.session.lock() {
+                Ok(s) => s,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            std::mem::replace(&mut s.active, false).then(|| s.id.clone())
+        };
+        let Some(session) = taken else {
+            return;
+        };
+        match self.call_in(&session, "end_session", Map::new()).await {
+            Ok(_) => {
+                tracing::info!(%session, "the client left; its session is ended");
+                self.next_session(&session);
+            }
+            Err(e) => tracing::warn!(%session, "ending the session on disconnect: {e}"),
         }
-        if let Role::Owner(_, hub) = &*self.role.lock().await {
-            hub.hand_over().await;
-        }
+    }
+}
+
+/// The process stops serving: as the owner, it hands the store over to the
+/// other windows' servers (`share.rs`).
+pub async fn hand_over(role: &SharedRole) {
+    if let Role::Owner(_, hub) = &*role.lock().await {
+        hub.hand_over().await;
     }
 }
 
