@@ -445,12 +445,12 @@ impl Ingested {
                 serde_json::json!({
                     "units": units,
                     "gold": units.iter().any(|u| q.gold.contains(u)),
-                    "cosine": h.breakdown.cosine,
-                    "bm25": h.breakdown.bm25,
-                    "b": h.breakdown.b,
-                    "rel": h.breakdown.rel,
+                    "cosine": h.breakdown.cosine(),
+                    "bm25": h.breakdown.bm25(),
+                    "b": h.breakdown.b(),
+                    "rel": h.breakdown.rel(),
                     "age_days": (q.at - h.memory.last_confirmed_at).num_seconds() as f64 / 86_400.0,
-                    "decay": h.breakdown.decay,
+                    "decay": h.breakdown.decay(),
                     "score": h.score,
                     "text": h.memory.content.chars().take(120).collect::<String>(),
                 })

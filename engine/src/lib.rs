@@ -100,7 +100,7 @@ pub use recall::RecallBuilder;
 pub use redact::{DefaultRedactor, Redaction, Redactor};
 pub use review::{ElementSummary, Ignored, KnowledgeMap, ReviewQueue, SimilarPair};
 pub use score::{
-    Breakdown, PartCosines, decay_multiplier, drift_multiplier, effective_confidence,
+    Breakdown, Explanation, PartCosines, decay_multiplier, drift_multiplier, effective_confidence,
     evidence_raise, is_evidence, lexical_share, normalize_bm25, relevance, usage_multiplier,
 };
 pub use screen::{DefaultScreen, Screen, ScreenMatch};

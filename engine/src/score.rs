@@ -1,22 +1,5 @@
-//! The recall scorer (§4.3–§4.5).
-//!
-//! ```text
-//! rel   = vector_weight · max(0, cosine) + lexical_weight · b · share
-//!         b = min(1, s / Σ idf(query terms))   (s = raw BM25; query-independent, so rel can gate abstention)
-//!         share = 1 if b ≥ 0.6, else clamp((cosine − 0.2) / 0.2, 0, 1)   (a chance word match
-//!                 on a memory unrelated in meaning counts nothing; see `LexicalSupport`),
-//!                 for a memory that only asks clamp((cosine − 0.4) / 0.2, 0, 1)
-//! score = rel × kind_weight × decay × usage × drift × confidence × asking
-//!         then × update for a newer version lifted above an older one (`updates.rs`)
-//!         asking     = question_weight (0.6) for a memory that only asks; else 1
-//!         decay      = 0.9 + 0.1 · 0.5^(age / (45 d · stability)),  stability = 1 + ln(1 + confirmations)
-//!                      (the spec's floor is 0.6; see `ScoringConfig::decay_floor`)
-//!         usage      = min(usage_cap 1.8, 1 + usage_slope 0.4 · ln(1 + citations)) if cited; 0.75 if ≥ 5 impressions and never cited; else 1
-//!         drift      = 0.6 if an element drifted after the last confirmation; else 1
-//!         confidence = as written; inferred: × 0.5^(age / 30 d), and below 0.3 the memory leaves recall
-//! ```
-//! With no embedder, `rel = b`, and any BM25 match passes the abstention gate
-//! (the abstention gate is calibrated for the embedder; raw BM25 scales with corpus size).
+//! The recall scorer (§4.3–§4.5): each factor of a hit's score as a pure
+//! function. The whole formula is written once, on [`Breakdown`].
 //!
 //! ```
 //! use recall::{Breakdown, ScoringConfig};
@@ -39,62 +22,221 @@ use crate::config::{Bm25Normalization, ScoringConfig};
 
 const DAY_MS: f64 = 86_400_000.0;
 
-/// Why a hit ranked where it did: every factor of the score (§4.9).
+/// Why a hit ranked where it did: every factor of its score (§4.9). This is
+/// the one place the formula is written in full:
+///
+/// ```text
+/// rel   = vector_weight · max(0, cosine) + lexical_weight · b · share
+///         b = min(1, s / Σ idf(query terms))   (s = raw BM25; query-independent, so rel can gate abstention)
+///         share = 1 if b ≥ 0.6, else clamp((cosine − 0.2) / 0.2, 0, 1)   (a chance word match
+///                 on a memory unrelated in meaning counts nothing; see `LexicalSupport`),
+///                 for a memory that only asks clamp((cosine − 0.4) / 0.2, 0, 1)
+/// score = rel × kind_weight × decay × usage × drift × confidence × asking
+///         then × update for a newer version lifted above an older one (`updates.rs`)
+///         kind_weight and usage above 1 are lifts, kept in full only for relevance
+///                      near the best candidate's (`lift_share`, `ScoringConfig::lift_band`)
+///         asking     = question_weight (0.6) for a memory that only asks; else 1
+///         decay      = 0.9 + 0.1 · 0.5^(age / (45 d · stability)),  stability = 1 + ln(1 + confirmations)
+///                      (the spec's floor is 0.6; see `ScoringConfig::decay_floor`)
+///         usage      = min(usage_cap 1.8, 1 + usage_slope 0.4 · ln(1 + citations)) if cited; 0.75 if ≥ 5 impressions and never cited; else 1
+///         drift      = 0.6 if an element drifted after the last confirmation; else 1
+///         confidence = as written; inferred: × 0.5^(age / 30 d), and below 0.3 the memory leaves recall
+/// ```
+/// With no embedder, `rel = b`, and any BM25 match passes the abstention
+/// gate (the gate is calibrated for the embedder; raw BM25 scales with
+/// corpus size). The numbers are the defaults of [`ScoringConfig`].
+///
+/// The fields are read through accessors; [`Breakdown::explanation`] gives
+/// the same as a tree and [`Breakdown::explain`] as text.
+///
+/// ```
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use std::sync::Arc;
+/// use recall::{Config, Engine, HashEmbedder, Kind, ModelSource, NewMemory};
+/// let dir = tempfile::tempdir().unwrap();
+/// let engine = Engine::open(
+///     Config::new(dir.path()).model(ModelSource::Custom(Arc::new(HashEmbedder::new(64)))),
+/// ).await.unwrap();
+/// engine.remember(NewMemory::new("acme", "org", Kind::Pitfall, "The gateway drops idle sockets after 60 s."))
+///     .await.unwrap();
+/// let found = engine.recall("acme", "gateway idle sockets").read(["org"]).execute().await.unwrap();
+/// let b = &found.hits[0].breakdown;
+/// let product = b.rel() * b.kind_weight() * b.decay() * b.usage() * b.drift() * b.confidence() * b.asking();
+/// assert!((b.score() - product).abs() < 1e-6);
+/// assert_eq!(b.kind_weight(), 3.0); // a pitfall, the only candidate
+/// assert_eq!(b.explanation().value(), b.score());
+/// assert!(b.explain().starts_with(&format!("score {:.3}", b.score())));
+/// # });
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Breakdown {
-    /// Cosine to the query (None without vectors): the larger of the whole
-    /// content's and [`Breakdown::sentence_cosine`].
-    pub cosine: Option<f32>,
-    /// Cosine of the memory's closest sentence to the query, for a memory
-    /// whose sentences were embedded apart ([`crate::sentences`]).
-    pub sentence_cosine: Option<f32>,
-    /// `max(0, cosine)`.
-    pub v: f32,
-    /// Raw BM25 score (None when BM25 did not return it).
-    pub bm25: Option<f32>,
-    /// Normalized BM25 in [0, 1].
-    pub b: f32,
-    /// The share of `b` counted in relevance ([`lexical_share`]).
-    pub lexical_share: f32,
-    /// Relevance.
-    pub rel: f32,
-    /// Kind weight.
-    pub kind_weight: f32,
-    /// Age decay.
-    pub decay: f32,
-    /// Usage multiplier.
-    pub usage: f32,
-    /// Drift multiplier.
-    pub drift: f32,
-    /// Effective confidence.
-    pub confidence: f32,
-    /// [`ScoringConfig::question_weight`] for a memory that only asks
-    /// ([`crate::asks_only`]); 1 otherwise.
-    pub asking: f32,
-    /// The share of its lifts (kind weight, usage above 1) the hit got
-    /// for its relevance against the best candidate's
-    /// ([`ScoringConfig::lift_band`]); `kind_weight` and `usage` above are
-    /// after it. 1: all of them.
-    pub lift_share: f32,
-    /// The lift of a newer version above the older hit it likely updates
-    /// ([`ScoringConfig::update_similarity`]); 1 otherwise.
-    pub update: f32,
-    /// The older memory this hit was lifted above.
-    pub updates: Option<Uuid>,
-    /// The product.
-    pub score: f32,
+    pub(crate) cosine: Option<f32>,
+    pub(crate) sentence_cosine: Option<f32>,
+    pub(crate) v: f32,
+    pub(crate) bm25: Option<f32>,
+    pub(crate) b: f32,
+    pub(crate) lexical_share: f32,
+    pub(crate) rel: f32,
+    pub(crate) kind_weight: f32,
+    pub(crate) decay: f32,
+    pub(crate) usage: f32,
+    pub(crate) drift: f32,
+    pub(crate) confidence: f32,
+    pub(crate) asking: f32,
+    pub(crate) lift_share: f32,
+    pub(crate) update: f32,
+    pub(crate) updates: Option<Uuid>,
+    pub(crate) score: f32,
 }
 
 impl Breakdown {
-    /// A readable tree of the score, like tantivy's `Explanation`.
-    ///
-    /// ```
-    /// # use recall::Breakdown;
-    /// let b = Breakdown { cosine: Some(0.7), sentence_cosine: None, v: 0.7, bm25: Some(5.0), b: 0.333, lexical_share: 1.0, rel: 0.535,
-    ///     kind_weight: 3.0, decay: 1.0, usage: 1.0, drift: 1.0, confidence: 1.0, asking: 1.0, lift_share: 1.0, update: 1.0,
-    ///     updates: None, score: 1.605 };
-    /// assert!(b.explain().starts_with("score 1.605"));
-    /// ```
+    /// Cosine to the query (None without vectors): the larger of the whole
+    /// content's and [`Breakdown::sentence_cosine`].
+    pub fn cosine(&self) -> Option<f32> {
+        self.cosine
+    }
+
+    /// Cosine of the memory's closest sentence to the query, for a memory
+    /// whose sentences were embedded apart ([`crate::sentences`]).
+    pub fn sentence_cosine(&self) -> Option<f32> {
+        self.sentence_cosine
+    }
+
+    /// `max(0, cosine)`.
+    pub fn v(&self) -> f32 {
+        self.v
+    }
+
+    /// Raw BM25 score (None when BM25 did not return the memory).
+    pub fn bm25(&self) -> Option<f32> {
+        self.bm25
+    }
+
+    /// Normalized BM25 in [0, 1].
+    pub fn b(&self) -> f32 {
+        self.b
+    }
+
+    /// The share of `b` counted in relevance ([`lexical_share`]).
+    pub fn lexical_share(&self) -> f32 {
+        self.lexical_share
+    }
+
+    /// Relevance: what abstention is decided on.
+    pub fn rel(&self) -> f32 {
+        self.rel
+    }
+
+    /// Kind weight, after [`Breakdown::lift_share`].
+    pub fn kind_weight(&self) -> f32 {
+        self.kind_weight
+    }
+
+    /// Age decay.
+    pub fn decay(&self) -> f32 {
+        self.decay
+    }
+
+    /// Usage multiplier, after [`Breakdown::lift_share`].
+    pub fn usage(&self) -> f32 {
+        self.usage
+    }
+
+    /// Drift multiplier.
+    pub fn drift(&self) -> f32 {
+        self.drift
+    }
+
+    /// Effective confidence.
+    pub fn confidence(&self) -> f32 {
+        self.confidence
+    }
+
+    /// [`ScoringConfig::question_weight`] for a memory that only asks
+    /// ([`crate::asks_only`]); 1 otherwise.
+    pub fn asking(&self) -> f32 {
+        self.asking
+    }
+
+    /// The share of its lifts (kind weight, usage above 1) the hit got for
+    /// its relevance against the best candidate's
+    /// ([`ScoringConfig::lift_band`]). 1: all of them.
+    pub fn lift_share(&self) -> f32 {
+        self.lift_share
+    }
+
+    /// The lift of a newer version above the older hit it likely updates
+    /// ([`ScoringConfig::update_similarity`]); 1 otherwise.
+    pub fn update(&self) -> f32 {
+        self.update
+    }
+
+    /// The older memory this hit was lifted above.
+    pub fn updates(&self) -> Option<Uuid> {
+        self.updates
+    }
+
+    /// The score: the product of the factors.
+    pub fn score(&self) -> f32 {
+        self.score
+    }
+
+    /// The score as a tree, like tantivy's `Explanation`: the score, the
+    /// factors it is the product of, and relevance's two halves.
+    pub fn explanation(&self) -> Explanation {
+        let mut vector = Explanation::node(
+            self.v,
+            "vector: max(0, cosine)",
+            self.cosine
+                .map(|c| Explanation::leaf(c, "cosine to the query"))
+                .into_iter()
+                .chain(
+                    self.sentence_cosine
+                        .map(|c| Explanation::leaf(c, "cosine of the closest sentence")),
+                )
+                .collect(),
+        );
+        if self.cosine.is_none() {
+            vector.description = "vector: none (no embedder)".to_string();
+        }
+        let lexical = Explanation::node(
+            self.b * self.lexical_share,
+            "lexical: b × share",
+            self.bm25
+                .map(|s| Explanation::leaf(s, "raw BM25"))
+                .into_iter()
+                .chain([
+                    Explanation::leaf(self.b, "b: BM25 against the query's attainable score"),
+                    Explanation::leaf(self.lexical_share, "share of b counted"),
+                ])
+                .collect(),
+        );
+        let mut factors = vec![
+            Explanation::node(self.rel, "relevance", vec![vector, lexical]),
+            Explanation::leaf(self.kind_weight, "kind weight"),
+            Explanation::leaf(self.decay, "decay"),
+            Explanation::leaf(self.usage, "usage"),
+            Explanation::leaf(self.drift, "drift"),
+            Explanation::leaf(self.confidence, "confidence"),
+            Explanation::leaf(self.asking, "asking"),
+        ];
+        if self.lift_share < 1.0 {
+            factors.push(Explanation::leaf(
+                self.lift_share,
+                "share of the lifts kept (kind weight and usage above 1)",
+            ));
+        }
+        if let Some(older) = self.updates {
+            factors.push(Explanation::leaf(
+                self.update,
+                format!("update: ranked just above {older}"),
+            ));
+        }
+        Explanation::node(self.score, "score: the product of the factors", factors)
+    }
+    /// The score as two or three lines of text: the factors, relevance's
+    /// halves, and the update it was lifted for (the example on
+    /// [`Breakdown`] shows it).
     pub fn explain(&self) -> String {
         let cosine = match (self.cosine, self.sentence_cosine) {
             (Some(c), Some(s)) if s >= c => format!("{c:.3}, from its closest sentence"),
@@ -145,6 +287,44 @@ impl Breakdown {
             ));
         }
         tree
+    }
+}
+
+/// One node of a score's explanation ([`Breakdown::explanation`]): a value,
+/// what it is, and the values it was computed from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Explanation {
+    value: f32,
+    description: String,
+    details: Vec<Explanation>,
+}
+
+impl Explanation {
+    fn leaf(value: f32, description: impl Into<String>) -> Explanation {
+        Explanation::node(value, description, Vec::new())
+    }
+
+    fn node(value: f32, description: impl Into<String>, details: Vec<Explanation>) -> Explanation {
+        Explanation {
+            value,
+            description: description.into(),
+            details,
+        }
+    }
+
+    /// The value.
+    pub fn value(&self) -> f32 {
+        self.value
+    }
+
+    /// What the value is.
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+
+    /// The values it was computed from.
+    pub fn details(&self) -> &[Explanation] {
+        &self.details
     }
 }
 

@@ -105,7 +105,7 @@ async fn semantic_recall_bridges_vocabulary_mismatch() {
         .unwrap();
     assert_eq!(rank_of(&result, "Rate limiting"), Some(0), "{result:#?}");
     let top = &result.hits[0].breakdown;
-    assert!(top.cosine.unwrap() > 0.4, "cosine {top:?}");
+    assert!(top.cosine().unwrap() > 0.4, "cosine {top:?}");
 }
 
 /// The cosine of `text` to `query` by the model alone.
@@ -159,9 +159,9 @@ async fn a_memory_is_found_by_its_closest_sentence_also_after_a_reopen() {
             .find(|h| h.memory.content == turn)
             .unwrap_or_else(|| panic!("{result:#?}"));
         let b = &hit.breakdown;
-        let got = b.sentence_cosine.unwrap();
+        let got = b.sentence_cosine().unwrap();
         assert!((got - sentence).abs() < 1e-4, "{b:?} against {sentence}");
-        assert_eq!(b.cosine, Some(got));
+        assert_eq!(b.cosine(), Some(got));
         assert!(
             b.explain().contains("from its closest sentence"),
             "{}",
@@ -180,7 +180,9 @@ async fn a_memory_is_found_by_its_closest_sentence_also_after_a_reopen() {
             .await
             .unwrap();
         assert!(
-            r.hits.iter().all(|h| h.breakdown.sentence_cosine.is_none()),
+            r.hits
+                .iter()
+                .all(|h| h.breakdown.sentence_cosine().is_none()),
             "{r:#?}"
         );
         check(&engine).await;
@@ -230,7 +232,7 @@ async fn lexical_stage_finds_a_rare_identifier_the_vector_ranks_low() {
         .await
         .unwrap();
     assert_eq!(rank_of(&hybrid, "E4012"), Some(0), "{hybrid:#?}");
-    assert!(hybrid.hits[0].breakdown.bm25.is_some());
+    assert!(hybrid.hits[0].breakdown.bm25().is_some());
 
     let vector_only = ScoringConfig {
         vector_weight: 1.0,
@@ -348,7 +350,7 @@ async fn a_request_sharing_the_questions_words_does_not_outrank_the_preference()
         "{asked_more:#?}"
     );
     let request = &asked_more.hits[rank_of(&asked_more, "rain").unwrap()];
-    assert!(request.breakdown.b > 0.0 && request.breakdown.lexical_share < 1.0);
+    assert!(request.breakdown.b() > 0.0 && request.breakdown.lexical_share() < 1.0);
 
     // Judged like a statement, the request's shared word puts it first.
     let alike = recall(0.0).await.unwrap();
@@ -556,8 +558,8 @@ async fn abstention_is_decided_per_query_and_weak_hits_fill_an_answer() {
     let by_words = ask(direction(&[(0, below), (5, near_miss)])).await.unwrap();
     assert!(!by_words.abstained);
     assert_eq!(by_words.hits[0].memory.id, named);
-    assert!(by_words.hits[0].breakdown.b >= config.min_evidence_lexical);
-    assert!(by_words.hits[0].breakdown.cosine < Some(config.min_evidence_cosine));
+    assert!(by_words.hits[0].breakdown.b() >= config.min_evidence_lexical);
+    assert!(by_words.hits[0].breakdown.cosine() < Some(config.min_evidence_cosine));
 }
 
 #[tokio::test]
@@ -685,10 +687,10 @@ async fn a_request_closer_in_meaning_ranks_below_a_statement_that_answers() {
     let ranked = ask(weight).await.unwrap();
     assert_eq!(ids(&ranked), vec![statement, request]);
     let (answer, asked) = (&ranked.hits[0].breakdown, &ranked.hits[1].breakdown);
-    assert_eq!((answer.asking, asked.asking), (1.0, weight));
+    assert_eq!((answer.asking(), asked.asking()), (1.0, weight));
     // The factor is the score's, not the relevance's: the request is
     // still the more relevant of the two.
-    assert!(asked.rel > answer.rel);
+    assert!(asked.rel() > answer.rel());
     assert!(asked.explain().contains("asking 0.60 (it only asks)"));
     assert!(!answer.explain().contains("asking"));
 
@@ -725,8 +727,11 @@ async fn decay_kind_weight_and_abstention_under_an_injected_clock() {
         .unwrap();
     let ids: Vec<Uuid> = result.hits.iter().map(|h| h.memory.id).collect();
     assert_eq!(ids, vec![new, old]);
-    assert!(result.hits[0].breakdown.decay > result.hits[1].breakdown.decay);
-    assert_eq!(result.hits[0].breakdown.rel, result.hits[1].breakdown.rel);
+    assert!(result.hits[0].breakdown.decay() > result.hits[1].breakdown.decay());
+    assert_eq!(
+        result.hits[0].breakdown.rel(),
+        result.hits[1].breakdown.rel()
+    );
 
     let pitfall_text = "Never run the schema migration while the nightly export is running.";
     let as_note = engine
@@ -752,7 +757,7 @@ async fn decay_kind_weight_and_abstention_under_an_injected_clock() {
         .unwrap();
     let ids: Vec<Uuid> = result.hits.iter().map(|h| h.memory.id).collect();
     assert_eq!(ids, vec![as_pitfall, as_note]);
-    assert_eq!(result.hits[0].breakdown.kind_weight, 3.0);
+    assert_eq!(result.hits[0].breakdown.kind_weight(), 3.0);
 
     let result = engine
         .recall(TENANT, "What is the capital of Mongolia?")
@@ -828,8 +833,8 @@ async fn a_newer_version_of_a_fact_ranks_above_the_older_one() {
         .unwrap();
     assert_eq!(ranked(&result), vec![new, old], "{result:#?}");
     let lifted = &result.hits[0].breakdown;
-    assert_eq!(lifted.updates, Some(old));
-    assert!(lifted.update > 1.0 && lifted.score > result.hits[1].score);
+    assert_eq!(lifted.updates(), Some(old));
+    assert!(lifted.update() > 1.0 && lifted.score() > result.hits[1].score);
     assert!(lifted.explain().contains(&old.to_string()));
 }
 
@@ -908,7 +913,7 @@ async fn a_restated_episode_is_lifted_only_when_it_stands_apart() {
         vec![new, old],
         "{result:#?}"
     );
-    assert_eq!(result.hits[0].breakdown.updates, Some(old));
+    assert_eq!(result.hits[0].breakdown.updates(), Some(old));
     // With no isolation cut-off, episodes are never versions.
     let off = recall(
         question,
@@ -944,7 +949,7 @@ async fn a_restated_episode_is_lifted_only_when_it_stands_apart() {
     let by_score = order_of(&recall(question, no_lift()).await, &episodes);
     let result = recall(question, ScoringConfig::default()).await;
     assert_eq!(order_of(&result, &episodes), by_score, "{result:#?}");
-    assert!(result.hits.iter().all(|h| h.breakdown.updates.is_none()));
+    assert!(result.hits.iter().all(|h| h.breakdown.updates().is_none()));
     // It is the thread that keeps them in place: if no third hit counted
     // as close, they would be lifted as versions.
     let apart = recall(
@@ -975,7 +980,7 @@ async fn a_restated_episode_is_lifted_only_when_it_stands_apart() {
     };
     let result = facts_recall(ScoringConfig::default()).await;
     assert!(
-        result.hits.iter().any(|h| h.breakdown.updates.is_some()),
+        result.hits.iter().any(|h| h.breakdown.updates().is_some()),
         "{result:#?}"
     );
     assert_eq!(result.hits[0].memory.id, facts[0], "{result:#?}");
@@ -1085,7 +1090,7 @@ async fn a_later_neighbouring_fact_is_not_taken_for_an_update() {
     }
     let result = recall(ScoringConfig::default()).await;
     assert_eq!(result.hits[0].memory.id, answer, "{result:#?}");
-    assert_eq!(result.hits[0].breakdown.updates, None);
+    assert_eq!(result.hits[0].breakdown.updates(), None);
     // Similarity alone would have taken a neighbour for the newer version.
     let any_share = recall(ScoringConfig {
         update_relevance_share: None,
@@ -1715,7 +1720,7 @@ async fn without_a_model_the_engine_serves_lexical_recall() {
         .await
         .unwrap();
     assert_eq!(result.hits[0].memory.id, id);
-    assert_eq!(result.hits[0].breakdown.cosine, None);
+    assert_eq!(result.hits[0].breakdown.cosine(), None);
     assert!(!result.hits[0].memory.has_vector);
 }
 

@@ -18,9 +18,9 @@ fn python() -> PathBuf {
     home.join(".cache/recall/mcp-venv/bin/python")
 }
 
-/// Runs `tests/mcp/<script>` against the built binary and returns what it
-/// printed, failing on a non-zero exit.
-fn run_script(script: &str) -> String {
+/// Runs `tests/mcp/<script>` against the built binary, failing on a
+/// non-zero exit or when one of `scenarios` did not print its `ok` line.
+fn run_script(script: &str, scenarios: &[&str]) {
     let python = python();
     assert!(
         python.exists(),
@@ -48,32 +48,34 @@ fn run_script(script: &str) -> String {
         script.display(),
         out.status
     );
-    stdout
+    for scenario in scenarios {
+        assert!(
+            stdout.contains(&format!("ok {scenario}")),
+            "{scenario} did not run:\n{stdout}"
+        );
+    }
 }
 
 #[test]
 fn python_sdk_client_end_to_end() {
-    let stdout = run_script("e2e.py");
-    for scenario in [
-        "ok list_tools",
-        "ok remember_and_dedup",
-        "ok recall_mark_used_end_session",
-        "ok quarantine_stays_out",
-        "ok bad_input_answered_server_keeps_serving",
-        "ok restart_finds_everything",
-        "ok other_tenant_sees_nothing",
-        "ok two_clients_see_each_other",
-        "ok killed_owner_loses_nothing_acknowledged",
-        "ok all_there_after_restart",
-        "ok owner_leaves_and_hands_over",
-        "ok malformed_json_rpc",
-        "ok path_like_tenant_refused",
-    ] {
-        assert!(
-            stdout.contains(scenario),
-            "{scenario} did not run:\n{stdout}"
-        );
-    }
+    run_script(
+        "e2e.py",
+        &[
+            "list_tools",
+            "remember_and_dedup",
+            "recall_mark_used_end_session",
+            "quarantine_stays_out",
+            "bad_input_answered_server_keeps_serving",
+            "restart_finds_everything",
+            "other_tenant_sees_nothing",
+            "two_clients_see_each_other",
+            "killed_owner_loses_nothing_acknowledged",
+            "all_there_after_restart",
+            "owner_leaves_and_hands_over",
+            "malformed_json_rpc",
+            "path_like_tenant_refused",
+        ],
+    );
 }
 
 /// `recall mcp --http` (the `http` feature) with the SDK's Streamable HTTP
@@ -83,20 +85,17 @@ fn python_sdk_client_end_to_end() {
 #[cfg(feature = "http")]
 #[test]
 fn python_sdk_http_client_end_to_end() {
-    let stdout = run_script("http_e2e.py");
-    for scenario in [
-        "ok http_two_sessions_see_each_other",
-        "ok http_bad_input_answered",
-        "ok http_session_ended_when_client_left",
-        "ok http_only_the_endpoint_and_no_web_pages",
-        "ok stdio_window_forwards_to_http_server",
-        "ok http_server_stops_and_hands_over",
-        "ok all_there_after_restart",
-        "ok non_loopback_refused",
-    ] {
-        assert!(
-            stdout.contains(scenario),
-            "{scenario} did not run:\n{stdout}"
-        );
-    }
+    run_script(
+        "http_e2e.py",
+        &[
+            "http_two_sessions_see_each_other",
+            "http_bad_input_answered",
+            "http_session_ended_when_client_left",
+            "http_only_the_endpoint_and_no_web_pages",
+            "stdio_window_forwards_to_http_server",
+            "http_server_stops_and_hands_over",
+            "all_there_after_restart",
+            "non_loopback_refused",
+        ],
+    );
 }

@@ -48,7 +48,7 @@ use tantivy::{
 
 use rayon::prelude::*;
 
-use crate::erase::EraseSelector;
+use crate::erasure::EraseSelector;
 use crate::error::{IndexerError, Result};
 use crate::rows::MemoryRow;
 

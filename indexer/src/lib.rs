@@ -46,7 +46,7 @@ mod blocks;
 mod codes;
 mod derived_file;
 mod embedder;
-mod erase;
+mod erasure;
 mod error;
 #[cfg(feature = "faults")]
 pub mod faults;
@@ -69,7 +69,7 @@ pub use derived_file::write_derived;
 pub use embedder::{
     DEFAULT_DIM, Embedder, FastEmbedder, HashEmbedder, ORT_LIBRARY, embed_checked, normalized,
 };
-pub use erase::EraseSelector;
+pub use erasure::EraseSelector;
 pub use error::{IndexerError, Result};
 pub use lexical::LexicalHit;
 pub use near::near_pairs;

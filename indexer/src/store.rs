@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::audit::{AuditEntry, AuditLog};
-use crate::erase::{self, EraseSelector};
+use crate::erasure::{self, EraseSelector};
 use crate::error::{IndexerError, Result};
 use crate::lexical::{LexicalHit, LexicalIndex};
 use crate::log_payload;
@@ -279,7 +279,7 @@ impl Store {
         }
 
         // An erasure a crash interrupted finishes before anything is served.
-        let unfinished_erase = erase::read_intent(&dir)?;
+        let unfinished_erase = erasure::read_intent(&dir)?;
         if let (Some(_), Some(reason)) = (&unfinished_erase, &read_only) {
             // Never serve what an erasure was removing.
             return Err(IndexerError::ReadOnly {
@@ -320,7 +320,7 @@ impl Store {
         let lexical = Arc::new(LexicalIndex::open(&dir.join("lexical"))?);
         if let Some(selector) = &unfinished_erase {
             lexical.erase(selector)?;
-            erase::clear_intent(&dir)?;
+            erasure::clear_intent(&dir)?;
         }
         if lexical.indexed_seq()? > last_memory {
             tracing::warn!(path = %lexical.path().display(), "lexical index is ahead of the tables; rebuilding it");
@@ -606,10 +606,10 @@ impl Store {
         // purge must not race it.
         self.compacted().await;
         let selector = self.tables.resolve(selector).await?;
-        if let Err(e) = erase::write_intent(&self.options.dir, &selector) {
+        if let Err(e) = erasure::write_intent(&self.options.dir, &selector) {
             // Written in part, or written and not fsynced: gone, or the next
             // open would run an erasure this call reports as failed.
-            if let Err(cleared) = erase::clear_intent(&self.options.dir) {
+            if let Err(cleared) = erasure::clear_intent(&self.options.dir) {
                 self.unfinished = Some((
                     selector,
                     format!(
@@ -623,7 +623,7 @@ impl Store {
         let erased = async {
             let ids = self.tables.erase(&selector).await?;
             self.lexical.erase(&selector)?;
-            erase::clear_intent(&self.options.dir)?;
+            erasure::clear_intent(&self.options.dir)?;
             Ok(ids)
         }
         .await;

@@ -15,7 +15,7 @@ use lancedb::table::optimize::{CompactionMode, CompactionOptions, Duration};
 use lancedb::table::{NaNVectorBehavior, NewColumnTransform, OptimizeAction};
 use lancedb::{Connection, Table};
 
-use crate::erase::{EraseSelector, id_list, literal};
+use crate::erasure::{EraseSelector, id_list, literal};
 use crate::error::{IndexerError, Result};
 use crate::rows::{EventRow, MemoryRow, Record, VectorRow};
 

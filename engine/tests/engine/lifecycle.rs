@@ -63,7 +63,7 @@ async fn citations_lift_a_memory_and_the_boost_is_capped() {
         .unwrap();
     assert_eq!(result.hits[0].memory.id, cited);
     assert_eq!(result.hits[1].memory.id, plain);
-    let usage = result.hits[0].breakdown.usage;
+    let usage = result.hits[0].breakdown.usage();
     assert!((usage - (1.0 + 0.4 * 4f32.ln())).abs() < 1e-6, "{usage}");
     // The two memories score alike but for usage: the ratio is the usage
     // factor itself (a bound like `<= 1.8` could not fail here).
@@ -94,7 +94,7 @@ async fn citations_lift_a_memory_and_the_boost_is_capped() {
         .execute()
         .await
         .unwrap();
-    assert_eq!(result.hits[0].breakdown.usage, 1.8);
+    assert_eq!(result.hits[0].breakdown.usage(), 1.8);
     assert!((result.hits[0].score / result.hits[1].score - 1.8).abs() < 1e-5);
 }
 
@@ -135,7 +135,7 @@ async fn dealt_but_never_used_sinks_and_is_queued_for_review() {
         result.hits.iter().map(|h| h.memory.id).collect::<Vec<_>>(),
         vec![fresh, ignored]
     );
-    assert_eq!(result.hits[1].breakdown.usage, 0.75);
+    assert_eq!(result.hits[1].breakdown.usage(), 0.75);
     let queue = engine.review_queue(TENANT).await.unwrap();
     assert_eq!(queue.ignored.len(), 1);
     assert_eq!(
@@ -192,7 +192,7 @@ async fn drift_demotes_exactly_and_flags_verify_until_confirmed() {
         .execute()
         .await
         .unwrap();
-    assert_eq!(after.hits[0].breakdown.drift, 0.6);
+    assert_eq!(after.hits[0].breakdown.drift(), 0.6);
     assert!((after.hits[0].score / before.hits[0].score - 0.6).abs() < 1e-6);
     let text = engine.briefing(&after.hits, 500);
     assert!(
@@ -206,7 +206,7 @@ async fn drift_demotes_exactly_and_flags_verify_until_confirmed() {
         .execute()
         .await
         .unwrap();
-    assert_eq!(confirmed.hits[0].breakdown.drift, 1.0);
+    assert_eq!(confirmed.hits[0].breakdown.drift(), 1.0);
     assert!(!engine.briefing(&confirmed.hits, 500).contains("VERIFY"));
 }
 
@@ -479,7 +479,7 @@ async fn a_promoted_copy_keeps_its_sentence_vectors() {
         async move {
             hit_on(&engine, bank, boss, None, id)
                 .await
-                .and_then(|h| h.breakdown.sentence_cosine)
+                .and_then(|h| h.breakdown.sentence_cosine())
         }
     };
     let before = sentence_cosine("repo:scratch", scratch).await;
@@ -502,7 +502,10 @@ async fn sentence_vectors_a_caller_gives_are_scored_and_durable() {
         let hit = hit_on(&engine, bank, "freezes", Some(query), id)
             .await
             .unwrap();
-        (hit.breakdown.cosine.unwrap(), hit.breakdown.sentence_cosine)
+        (
+            hit.breakdown.cosine().unwrap(),
+            hit.breakdown.sentence_cosine(),
+        )
     };
     let with = {
         let engine = open(dir.path()).await;
@@ -686,7 +689,7 @@ async fn a_store_written_without_a_model_is_backfilled_and_then_semantic() {
             .hits
             .iter()
             .find(|h| h.memory.content == TWO_SENTENCES)
-            .and_then(|h| h.breakdown.sentence_cosine)
+            .and_then(|h| h.breakdown.sentence_cosine())
     };
     let boss = || {
         engine
@@ -705,7 +708,7 @@ async fn a_store_written_without_a_model_is_backfilled_and_then_semantic() {
         result.hits[0].memory.content.contains("Rate limiting"),
         "{result:#?}"
     );
-    assert!(result.hits[0].breakdown.cosine.unwrap() > 0.4);
+    assert!(result.hits[0].breakdown.cosine().unwrap() > 0.4);
     drop(engine);
     let engine = open(dir.path()).await;
     assert_eq!(

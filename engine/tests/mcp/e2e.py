@@ -24,7 +24,22 @@ TOOLS = {
 }
 
 
-class Server:
+class ToolCalls:
+    """Tool calls on `self.session` (an SDK `ClientSession`) that must
+    succeed or must fail."""
+
+    async def call(self, tool, **args):
+        r = await self.session.call_tool(tool, args)
+        assert not r.is_error, f"{tool} {args}: {r.content[0].text if r.content else r}"
+        return r.structured_content
+
+    async def fails(self, tool, **args):
+        r = await self.session.call_tool(tool, args)
+        assert r.is_error, f"{tool} {args} should fail, got {r.structured_content}"
+        return r.content[0].text
+
+
+class Server(ToolCalls):
     """One `recall mcp` process and a client session on it. The process is
     started through `sh -c 'echo $$ > pidfile; exec recall ...'` so the test
     knows its pid and can kill it."""
@@ -57,16 +72,6 @@ class Server:
     def pid(self):
         with open(self.pidfile) as f:
             return int(f.read().strip())
-
-    async def call(self, tool, **args):
-        r = await self.session.call_tool(tool, args)
-        assert not r.is_error, f"{tool} {args}: {r.content[0].text if r.content else r}"
-        return r.structured_content
-
-    async def fails(self, tool, **args):
-        r = await self.session.call_tool(tool, args)
-        assert r.is_error, f"{tool} {args} should fail, got {r.structured_content}"
-        return r.content[0].text
 
 
 async def list_and_basics(bin_path, work):

@@ -25,7 +25,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 sys.path.insert(0, os.path.dirname(__file__))
-from e2e import TOOLS, Server, wait_for  # noqa: E402  (the stdio client of the other test)
+from e2e import TOOLS, Server, ToolCalls, wait_for  # noqa: E402  (the stdio client of the other test)
 
 
 class HttpServer:
@@ -61,7 +61,7 @@ class HttpServer:
         return self.p.wait(timeout=60)
 
 
-class Client:
+class Client(ToolCalls):
     """One MCP session on the HTTP server."""
 
     def __init__(self, url):
@@ -76,16 +76,6 @@ class Client:
 
     async def __aexit__(self, *exc):
         await self.stack.aclose()
-
-    async def call(self, tool, **args):
-        r = await self.session.call_tool(tool, args)
-        assert not r.is_error, f"{tool} {args}: {r.content[0].text if r.content else r}"
-        return r.structured_content
-
-    async def fails(self, tool, **args):
-        r = await self.session.call_tool(tool, args)
-        assert r.is_error, f"{tool} {args} should fail, got {r.structured_content}"
-        return r.content[0].text
 
 
 class Records(logging.Handler):

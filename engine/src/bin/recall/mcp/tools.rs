@@ -573,7 +573,7 @@ async fn recall(cx: &Call<'_>, args: &mut Args) -> Result<Output, ToolError> {
             "kind": hit.memory.kind.as_str(),
             "title": hit.memory.title,
             "score": hit.score,
-            "relevance": hit.breakdown.rel,
+            "relevance": hit.breakdown.rel(),
             "why": hit.breakdown.explain().replace("\n  ", "; "),
             "via": hit.via,
             "verify": hit.memory.verify,
