@@ -184,21 +184,21 @@ impl Breakdown {
     /// The score as a tree, like tantivy's `Explanation`: the score, the
     /// factors it is the product of, and relevance's two halves.
     pub fn explanation(&self) -> Explanation {
-        let mut vector = Explanation::node(
-            self.v,
-            "vector: max(0, cosine)",
-            self.cosine
-                .map(|c| Explanation::leaf(c, "cosine to the query"))
-                .into_iter()
-                .chain(
+        let vector = match self.cosine {
+            None => Explanation::leaf(self.v, "vector: none (no embedder)"),
+            Some(cosine) => Explanation::node(
+                self.v,
+                "vector: max(0, cosine)",
+                [
+                    Some(Explanation::leaf(cosine, "cosine to the query")),
                     self.sentence_cosine
                         .map(|c| Explanation::leaf(c, "cosine of the closest sentence")),
-                )
+                ]
+                .into_iter()
+                .flatten()
                 .collect(),
-        );
-        if self.cosine.is_none() {
-            vector.description = "vector: none (no embedder)".to_string();
-        }
+            ),
+        };
         let lexical = Explanation::node(
             self.b * self.lexical_share,
             "lexical: b × share",
@@ -212,7 +212,11 @@ impl Breakdown {
                 .collect(),
         );
         let mut factors = vec![
-            Explanation::node(self.rel, "relevance", vec![vector, lexical]),
+            Explanation::node(
+                self.rel,
+                "relevance: vector_weight × vector + lexical_weight × lexical (with an embedder; else lexical)",
+                vec![vector, lexical],
+            ),
             Explanation::leaf(self.kind_weight, "kind weight"),
             Explanation::leaf(self.decay, "decay"),
             Explanation::leaf(self.usage, "usage"),
@@ -634,6 +638,17 @@ mod tests {
             lexical_share: share,
             ..Breakdown::with_relevance(rel)
         };
+        // The tree's relevance is its two halves with the weights.
+        let tree = explained_breakdown.explanation();
+        let [vector, lexical] = tree.details()[0].details() else {
+            panic!("{tree:#?}")
+        };
+        let weighed = c.vector_weight * vector.value() + c.lexical_weight * lexical.value();
+        assert!(
+            (weighed - tree.details()[0].value()).abs() < 1e-6,
+            "{tree:#?}"
+        );
+        assert_eq!(tree.value(), explained_breakdown.score());
         let explained = explained_breakdown.explain();
         assert!(
             explained.contains("b 0.330 × 0.50: a partial match, not close enough in meaning"),
