@@ -421,9 +421,9 @@ mod tests {
 
     #[test]
     fn question_evidence_is_cos_colon_lex_or_off() {
-        let asks = parse_question(" 0.3:0.55 ").unwrap().unwrap();
-        assert_eq!((asks.min_cosine, asks.min_lexical), (0.3, 0.55));
-        assert_eq!(question_label(Some(asks)), "0.3:0.55");
+        let question = parse_question(" 0.3:0.55 ").unwrap().unwrap();
+        assert_eq!((question.min_cosine, question.min_lexical), (0.3, 0.55));
+        assert_eq!(question_label(Some(question)), "0.3:0.55");
         assert_eq!(parse_question("off").unwrap(), None);
         for bad in ["0.3", "a:0.6", "0.3:", ""] {
             assert!(parse_question(bad).is_err(), "{bad:?} was accepted");

@@ -75,7 +75,7 @@ pub enum Bm25Normalization {
 /// [`LexicalSupport::related_from`]; a match on most of the query's
 /// information ([`LexicalSupport::strong_match`]: an error code, a name, a
 /// phrase) keeps all of it whatever the cosine. A memory that only asks
-/// ([`crate::asks_only`]) climbs the same ramp
+/// ([`crate::is_question`]) climbs the same ramp
 /// [`LexicalSupport::question_offset`] higher: the words a request shares
 /// with a question are mostly its topic ("Can you recommend podcasts about
 /// rain?" for "Can you recommend a film for Friday night?").
@@ -118,9 +118,13 @@ impl Default for LexicalSupport {
 
 impl LexicalSupport {
     /// The share of `b` a candidate with this cosine keeps, in [0, 1];
-    /// `asks_only`: the candidate only asks ([`crate::asks_only`]).
-    pub fn share(&self, cosine: f32, b: f32, asks_only: bool) -> f32 {
-        let offset = if asks_only { self.question_offset } else { 0.0 };
+    /// `is_question`: the candidate only asks ([`crate::is_question`]).
+    pub fn share(&self, cosine: f32, b: f32, is_question: bool) -> f32 {
+        let offset = if is_question {
+            self.question_offset
+        } else {
+            0.0
+        };
         let (from, to) = (self.unrelated_below + offset, self.related_from + offset);
         if b >= self.strong_match || cosine >= to {
             return 1.0;
@@ -135,7 +139,7 @@ impl LexicalSupport {
 }
 
 /// What the abstention gate asks of a memory that only asks (every
-/// sentence a question, [`crate::asks_only`]), or of a sentence of one that
+/// sentence a question, [`crate::is_question`]), or of a sentence of one that
 /// does, before it counts as evidence that the query can be answered (not
 /// in the spec; see [`ScoringConfig::question_evidence`] and
 /// [`crate::is_evidence`]).
@@ -387,7 +391,7 @@ pub struct ScoringConfig {
     /// Measured: `docs/MEASUREMENTS.md`, section `ScoringConfig::question_evidence`.
     pub question_evidence: Option<QuestionEvidence>,
     /// The score's factor for a memory that only asks
-    /// ([`crate::asks_only`]), shown as [`Breakdown::asking`](crate::Breakdown::asking);
+    /// ([`crate::is_question`]), shown as [`Breakdown::question`](crate::Breakdown::question);
     /// 1 ranks it like any other memory. Default 0.6.
     ///
     /// Not in the spec: a request the user made earlier is not an answer to

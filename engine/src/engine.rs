@@ -1,4 +1,4 @@
-//! The engine: open, write, read, change. Recall lives in [`crate::recall`].
+//! The engine: open, write, read, change. Recall lives in [`crate::recall_path`].
 
 use std::collections::HashSet;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::footprint::MemoryUse;
 use crate::memory::{Memory, NewMemory, Remembered};
-use crate::recall::RecallBuilder;
+use crate::recall_path::RecallBuilder;
 use crate::state::{State, to_ms};
 use crate::validate;
 use crate::write_policy::{Guarded, PARALLEL_PREPARE_FROM, Prepared, decide, prepare};

@@ -67,7 +67,7 @@ mod memory;
 mod model;
 mod policy;
 mod rank;
-mod recall;
+mod recall_path;
 mod redact;
 mod review;
 mod score;
@@ -96,7 +96,7 @@ pub use memory::{Kind, Link, Memory, NewMemory, Remembered, Similar, Source, Tru
 pub use model::{MODEL_DIR_VAR, default_model_dirs, find_model_dir};
 pub use policy::ReadPolicy;
 pub use rank::{Hit, RecallResult};
-pub use recall::RecallBuilder;
+pub use recall_path::RecallBuilder;
 pub use redact::{DefaultRedactor, Redaction, Redactor};
 pub use review::{ElementSummary, Ignored, KnowledgeMap, ReviewQueue, SimilarPair};
 pub use score::{
@@ -104,7 +104,7 @@ pub use score::{
     evidence_raise, is_evidence, lexical_share, normalize_bm25, relevance, usage_multiplier,
 };
 pub use screen::{DefaultScreen, Screen, ScreenMatch};
-pub use sentences::{MAX_SENTENCES, asks_only, sentences};
+pub use sentences::{MAX_SENTENCES, is_question, sentences};
 pub use validate::scope_name as validate_scope_name;
 
 pub use recall_indexer::{

@@ -1,6 +1,6 @@
 //! Ranking (§4.2–§4.7), the pure core of a recall: from one tenant's state,
 //! the query and what the two candidate stages found, the ordered hits.
-//! No IO, no locks, no clock: [`crate::recall`] is the shell that gathers
+//! No IO, no locks, no clock: [`crate::recall_path`] is the shell that gathers
 //! the inputs.
 //!
 //! The steps, each a function below:
@@ -26,7 +26,7 @@ use crate::score::{
     Breakdown, decay_multiplier, drift_multiplier, effective_confidence, evidence_raise,
     is_evidence, lexical_share, normalize_bm25, relevance, usage_multiplier,
 };
-use crate::sentences::asks_only;
+use crate::sentences::is_question;
 use crate::state::TenantState;
 use crate::updates::{Cutoffs, Versions};
 
@@ -217,16 +217,16 @@ fn score(
                 normalize_bm25(config.bm25, s, min_s, max_s, attainable)
             });
             // Whether it only asks, found out once and only if asked.
-            let asks = OnceCell::new();
-            let asks = || *asks.get_or_init(|| asks_only(&m.row.content));
-            let rel = relevance(config, cosine, b, query.has_embedder, asks);
+            let cell = OnceCell::new();
+            let question = || *cell.get_or_init(|| is_question(&m.row.content));
+            let rel = relevance(config, cosine, b, query.has_embedder, question);
             let parts = || {
                 query
                     .vector
-                    .map(|q| tenant.part_cosines(i, q, asks()))
+                    .map(|q| tenant.part_cosines(i, q, question()))
                     .unwrap_or_default()
             };
-            evidence = evidence || is_evidence(config, raise, cosine, b, asks, parts);
+            evidence = evidence || is_evidence(config, raise, cosine, b, question, parts);
             // The thresholds are calibrated for the hybrid score. BM25
             // alone depends on corpus size (IDF), so without an embedder
             // any lexical match passes both.
@@ -246,7 +246,7 @@ fn score(
             let confidence =
                 effective_confidence(config, m.row.confidence, m.source == Source::Inferred, age);
             // Asked once only when it could matter.
-            let asking = if config.question_weight < 1.0 && asks() {
+            let question_weight = if config.question_weight < 1.0 && question() {
                 config.question_weight
             } else {
                 1.0
@@ -259,14 +259,14 @@ fn score(
                     v: cosine.unwrap_or(0.0).max(0.0),
                     bm25,
                     b,
-                    lexical_share: lexical_share(config, cosine, b, asks),
+                    lexical_share: lexical_share(config, cosine, b, question),
                     rel,
                     kind_weight,
                     decay,
                     usage,
                     drift,
                     confidence,
-                    asking,
+                    question: question_weight,
                     lift_share: 1.0,
                     update: 1.0,
                     updates: None,
@@ -291,7 +291,7 @@ fn lift_and_score(config: &ScoringConfig, scored: &mut [(usize, Breakdown)]) {
             b.kind_weight = LiftBand::apply(b.kind_weight, b.lift_share);
             b.usage = LiftBand::apply(b.usage, b.lift_share);
         }
-        b.score = b.rel * b.kind_weight * b.decay * b.usage * b.drift * b.confidence * b.asking;
+        b.score = b.rel * b.kind_weight * b.decay * b.usage * b.drift * b.confidence * b.question;
     }
 }
 
@@ -355,7 +355,7 @@ fn order(
         },
         |newer, older| {
             if memories[newer].last_confirmed_ms <= memories[older].last_confirmed_ms
-                || asks_only(&memories[newer].row.content)
+                || is_question(&memories[newer].row.content)
                 || !same_thing(tenant, newer, older)
             {
                 Versions::Never

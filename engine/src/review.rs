@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use recall_indexer::{AuditEntry, AuditOp, ScanConfig};
+use recall_indexer::{AuditEntry, AuditOp};
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -15,6 +15,7 @@ use crate::memory::{Kind, Memory, Source, Trust};
 use crate::score::faded;
 use crate::state::to_ms;
 use crate::validate;
+use crate::write_policy::near_copies;
 
 /// Most recent active memories checked for similar pairs; the check is a
 /// nearest-neighbour search per memory, so it is bounded.
@@ -157,22 +158,13 @@ impl Engine {
             .filter_map(|(i, m)| Some((i, t.vectors.row(m.vector_row?)?)))
             .collect();
         let queries: Vec<&[f32]> = recent.iter().map(|(_, v)| *v).collect();
-        let scan = ScanConfig {
-            min_cosine: Some(write.similar_threshold),
-            ..config.scan
-        };
-        // As many neighbours as a write compares itself with: the review
-        // asks the write path's question ("which stored memories are in the
-        // similar band of this one?") after the fact.
-        let neighbours = t
-            .vectors
-            .nearest_many(&queries, write.near_candidates, scan, |q, j| {
-                let i = recent[q].0;
-                j != i
-                    && t.memories[j].is_active()
-                    && t.memories[j].row.bank == t.memories[i].row.bank
-            });
-        for (&(i, _), near) in recent.iter().zip(neighbours) {
+        // The write path's question ("which stored memories are in the
+        // similar band of this one?"), asked after the fact.
+        let neighbours = near_copies(t, &queries, write, |q, j| {
+            let i = recent[q].0;
+            j != i && t.memories[j].is_active() && t.memories[j].row.bank == t.memories[i].row.bank
+        });
+        for (&(i, _), (near, _)) in recent.iter().zip(neighbours) {
             for (j, cos) in near {
                 if write.band(cos) != Band::Similar {
                     continue;

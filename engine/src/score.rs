@@ -31,11 +31,11 @@ const DAY_MS: f64 = 86_400_000.0;
 ///         share = 1 if b ≥ 0.6, else clamp((cosine − 0.2) / 0.2, 0, 1)   (a chance word match
 ///                 on a memory unrelated in meaning counts nothing; see `LexicalSupport`),
 ///                 for a memory that only asks clamp((cosine − 0.4) / 0.2, 0, 1)
-/// score = rel × kind_weight × decay × usage × drift × confidence × asking
+/// score = rel × kind_weight × decay × usage × drift × confidence × question
 ///         then × update for a newer version lifted above an older one (`updates.rs`)
 ///         kind_weight and usage above 1 are lifts, kept in full only for relevance
 ///                      near the best candidate's (`lift_share`, `ScoringConfig::lift_band`)
-///         asking     = question_weight (0.6) for a memory that only asks; else 1
+///         question   = question_weight (0.6) for a memory that only asks; else 1
 ///         decay      = 0.9 + 0.1 · 0.5^(age / (45 d · stability)),  stability = 1 + ln(1 + confirmations)
 ///                      (the spec's floor is 0.6; see `ScoringConfig::decay_floor`)
 ///         usage      = min(usage_cap 1.8, 1 + usage_slope 0.4 · ln(1 + citations)) if cited; 0.75 if ≥ 5 impressions and never cited; else 1
@@ -61,7 +61,7 @@ const DAY_MS: f64 = 86_400_000.0;
 ///     .await.unwrap();
 /// let found = engine.recall("acme", "gateway idle sockets").read(["org"]).execute().await.unwrap();
 /// let b = &found.hits[0].breakdown;
-/// let product = b.rel() * b.kind_weight() * b.decay() * b.usage() * b.drift() * b.confidence() * b.asking();
+/// let product = b.rel() * b.kind_weight() * b.decay() * b.usage() * b.drift() * b.confidence() * b.question();
 /// assert!((b.score() - product).abs() < 1e-6);
 /// assert_eq!(b.kind_weight(), 3.0); // a pitfall, the only candidate
 /// assert_eq!(b.explanation().value(), b.score());
@@ -82,7 +82,7 @@ pub struct Breakdown {
     pub(crate) usage: f32,
     pub(crate) drift: f32,
     pub(crate) confidence: f32,
-    pub(crate) asking: f32,
+    pub(crate) question: f32,
     pub(crate) lift_share: f32,
     pub(crate) update: f32,
     pub(crate) updates: Option<Uuid>,
@@ -153,9 +153,9 @@ impl Breakdown {
     }
 
     /// [`ScoringConfig::question_weight`] for a memory that only asks
-    /// ([`crate::asks_only`]); 1 otherwise.
-    pub fn asking(&self) -> f32 {
-        self.asking
+    /// ([`crate::is_question`]); 1 otherwise.
+    pub fn question(&self) -> f32 {
+        self.question
     }
 
     /// The share of its lifts (kind weight, usage above 1) the hit got for
@@ -222,7 +222,7 @@ impl Breakdown {
             Explanation::leaf(self.usage, "usage"),
             Explanation::leaf(self.drift, "drift"),
             Explanation::leaf(self.confidence, "confidence"),
-            Explanation::leaf(self.asking, "asking"),
+            Explanation::leaf(self.question, "question"),
         ];
         if self.lift_share < 1.0 {
             factors.push(Explanation::leaf(
@@ -260,8 +260,8 @@ impl Breakdown {
             Some(_) => format!(" × update {:.3}", self.update),
             None => String::new(),
         };
-        let asking = if self.asking < 1.0 {
-            format!(" × asking {:.2} (it only asks)", self.asking)
+        let question = if self.question < 1.0 {
+            format!(" × question {:.2} (it only asks)", self.question)
         } else {
             String::new()
         };
@@ -274,7 +274,7 @@ impl Breakdown {
             String::new()
         };
         let mut tree = format!(
-            "score {:.3} = rel {:.3} × kind {:.2} × decay {:.3} × usage {:.2} × drift {:.2} × confidence {:.2}{asking}{update}\n  rel = vector (cosine {cosine}, v {:.3}) + lexical (bm25 {bm25}, b {:.3}{share}){lifted}",
+            "score {:.3} = rel {:.3} × kind {:.2} × decay {:.3} × usage {:.2} × drift {:.2} × confidence {:.2}{question}{update}\n  rel = vector (cosine {cosine}, v {:.3}) + lexical (bm25 {bm25}, b {:.3}{share}){lifted}",
             self.score,
             self.rel,
             self.kind_weight,
@@ -375,27 +375,27 @@ pub fn normalize_bm25(norm: Bm25Normalization, s: f32, min: f32, max: f32, attai
 }
 
 /// Relevance: the weighted vector and lexical halves; `b` alone when the
-/// engine has no embedder. `asks_only`: whether the candidate only asks
-/// ([`crate::asks_only`]), called only when there is a lexical match to judge.
+/// engine has no embedder. `is_question`: whether the candidate only asks
+/// ([`crate::is_question`]), called only when there is a lexical match to judge.
 pub fn relevance(
     config: &ScoringConfig,
     cosine: Option<f32>,
     b: f32,
     has_embedder: bool,
-    asks_only: impl FnOnce() -> bool,
+    is_question: impl FnOnce() -> bool,
 ) -> f32 {
     if !has_embedder {
         return b;
     }
     let v = cosine.unwrap_or(0.0).max(0.0);
     config.vector_weight * v
-        + config.lexical_weight * b * lexical_share(config, cosine, b, asks_only)
+        + config.lexical_weight * b * lexical_share(config, cosine, b, is_question)
 }
 
 /// The share of `b` that counts in relevance
 /// ([`ScoringConfig::lexical_support`]): 1 when that is off, when there is
 /// no match, and for a memory without a vector (nothing to judge its
-/// meaning by). `asks_only` is called only for a match to judge.
+/// meaning by). `is_question` is called only for a match to judge.
 ///
 /// ```
 /// use recall::{ScoringConfig, lexical_share};
@@ -412,23 +412,23 @@ pub fn lexical_share(
     config: &ScoringConfig,
     cosine: Option<f32>,
     b: f32,
-    asks_only: impl FnOnce() -> bool,
+    is_question: impl FnOnce() -> bool,
 ) -> f32 {
     match (config.lexical_support, cosine) {
-        (Some(support), Some(c)) if b > 0.0 => support.share(c, b, asks_only()),
+        (Some(support), Some(c)) if b > 0.0 => support.share(c, b, is_question()),
         _ => 1.0,
     }
 }
 
 /// A candidate's best cosines to the query among its vectors (the whole
 /// memory's and its sentences') that state something and those that only
-/// ask ([`crate::asks_only`]); `None`: it has no such vector.
+/// ask ([`crate::is_question`]); `None`: it has no such vector.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct PartCosines {
     /// Best cosine of a part that states something.
-    pub stating: Option<f32>,
+    pub statement: Option<f32>,
     /// Best cosine of a part that only asks.
-    pub asking: Option<f32>,
+    pub question: Option<f32>,
 }
 
 /// Whether a candidate is evidence that the query can be answered (the
@@ -437,14 +437,14 @@ pub struct PartCosines {
 /// [`ScoringConfig::question_evidence`]'s cosine, or its `b` reaches
 /// [`ScoringConfig::min_evidence_lexical`] (the question one's when the
 /// whole memory only asks). `cosine` is its best cosine over all its
-/// parts; `asks_only` and `parts` are called only when the answer depends
+/// parts; `is_question` and `parts` are called only when the answer depends
 /// on them.
 ///
 /// ```
 /// use recall::{PartCosines, ScoringConfig, is_evidence};
 /// let config = ScoringConfig::default();
-/// let stated = || PartCosines { stating: Some(0.28), asking: None };
-/// let asked = || PartCosines { stating: Some(0.1), asking: Some(0.28) };
+/// let stated = || PartCosines { statement: Some(0.28), question: None };
+/// let asked = || PartCosines { statement: Some(0.1), question: Some(0.28) };
 /// assert!(is_evidence(&config, 0.0, Some(0.28), 0.0, || false, stated)); // a statement
 /// assert!(!is_evidence(&config, 0.0, Some(0.28), 0.0, || false, asked)); // its request part
 /// assert!(is_evidence(&config, 0.0, Some(0.05), 0.7, || true, asked)); // most of the query's words
@@ -460,7 +460,7 @@ pub fn is_evidence(
     raise: f32,
     cosine: Option<f32>,
     b: f32,
-    asks_only: impl FnOnce() -> bool,
+    is_question: impl FnOnce() -> bool,
     parts: impl FnOnce() -> PartCosines,
 ) -> bool {
     let (min_cosine, min_lexical) = (
@@ -474,7 +474,7 @@ pub fn is_evidence(
     let lexical = match (b >= min_lexical, b >= question.min_lexical) {
         (true, true) => true,
         (false, false) => false,
-        _ if asks_only() => b >= question.min_lexical,
+        _ if is_question() => b >= question.min_lexical,
         _ => b >= min_lexical,
     };
     if lexical {
@@ -488,8 +488,8 @@ pub fn is_evidence(
         (false, false) => false,
         _ => {
             let parts = parts();
-            parts.stating.is_some_and(|c| c >= min_cosine)
-                || parts.asking.is_some_and(|c| c >= question.min_cosine)
+            parts.statement.is_some_and(|c| c >= min_cosine)
+                || parts.question.is_some_and(|c| c >= question.min_cosine)
         }
     }
 }
@@ -589,7 +589,7 @@ impl Breakdown {
             usage: 1.0,
             drift: 1.0,
             confidence: 1.0,
-            asking: 1.0,
+            question: 1.0,
             lift_share: 1.0,
             update: 1.0,
             updates: None,

@@ -1,5 +1,5 @@
 //! Which parts of a memory's content get an embedding of their own, and
-//! whether a content only asks ([`asks_only`]).
+//! whether a content only asks ([`is_question`]).
 //!
 //! One vector for a whole turn blurs what it says: "Before I forget, my new
 //! manager, Marcus, wants weekly one-on-ones. How should I prepare for a job
@@ -82,17 +82,17 @@ fn label(content: &str) -> Option<&str> {
 /// ([`crate::ScoringConfig::question_evidence`]).
 ///
 /// ```
-/// use recall::asks_only;
-/// assert!(asks_only("Can you recommend podcasts about rain? Or audiobooks?"));
-/// assert!(!asks_only("My manager is Marcus. How should I prepare?"));
-/// assert!(asks_only("Dana: \"Is the freeze on Friday?\""));
-/// assert!(!asks_only("Write a short haiku about rain."));
-/// assert!(!asks_only("?!"));
+/// use recall::is_question;
+/// assert!(is_question("Can you recommend podcasts about rain? Or audiobooks?"));
+/// assert!(!is_question("My manager is Marcus. How should I prepare?"));
+/// assert!(is_question("Dana: \"Is the freeze on Friday?\""));
+/// assert!(!is_question("Write a short haiku about rain."));
+/// assert!(!is_question("?!"));
 /// // A long question tells something on the way.
-/// assert!(!asks_only("Honestly, what use is a history degree these days, when every \
+/// assert!(!is_question("Honestly, what use is a history degree these days, when every \
 ///     job ad I scroll past wants five years of sales experience and a car?"));
 /// ```
-pub fn asks_only(content: &str) -> bool {
+pub fn is_question(content: &str) -> bool {
     // Recall asks this of every candidate it scores; most memories state
     // and hold no question mark at all.
     if !content.contains('?') {

@@ -273,16 +273,16 @@ impl TenantState {
 
     /// Memory `i`'s best cosines to the unit vector `query` among its
     /// vectors that state something and those that only ask: its whole
-    /// vector (as `asks_only` says of the whole) and each sentence's.
-    pub(crate) fn part_cosines(&self, i: usize, query: &[f32], asks_only: bool) -> PartCosines {
+    /// vector (as `is_question` says of the whole) and each sentence's.
+    pub(crate) fn part_cosines(&self, i: usize, query: &[f32], is_question: bool) -> PartCosines {
         let m = &self.memories[i];
         let mut parts = PartCosines::default();
-        let mut note = |vector: Option<&[f32]>, asks: bool| {
+        let mut note = |vector: Option<&[f32]>, question: bool| {
             if let Some(v) = vector {
-                let best = if asks {
-                    &mut parts.asking
+                let best = if question {
+                    &mut parts.question
                 } else {
-                    &mut parts.stating
+                    &mut parts.statement
                 };
                 let cosine = dot(v, query);
                 *best = Some(best.map_or(cosine, |c| c.max(cosine)));
@@ -290,14 +290,14 @@ impl TenantState {
         };
         note(
             m.vector_row.and_then(|row| self.vectors.row(row)),
-            asks_only,
+            is_question,
         );
         if !m.sentence_rows.is_empty() {
             // The sentence rows were embedded from these, in this order.
             for (row, sentence) in m.sentence_rows.clone().zip(sentences(&m.row.content)) {
                 note(
                     self.sentences.row(row),
-                    crate::sentences::asks_only(&sentence),
+                    crate::sentences::is_question(&sentence),
                 );
             }
         }

@@ -52,7 +52,7 @@
 //! value is compared and not the small talk around it ("Big news, I left
 //! my old job and joined Stripe this week. Can you suggest …").
 //!
-//! A memory that only asks ([`crate::asks_only`]: "What are some cheap
+//! A memory that only asks ([`crate::is_question`]: "What are some cheap
 //! date ideas in Melbourne?") is never a newer version: it restates no
 //! value. In conversation, requests made after the evidence were lifted
 //! above it one after another, each "standing apart" among a few hits. On

@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use recall_indexer::{
-    AuditEntry, AuditOp, MemoryRow, Placement, Record, ScanConfig, near_pairs, normalized,
+    AuditEntry, AuditOp, Hits, MemoryRow, Placement, Record, ScanConfig, near_pairs, normalized,
 };
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::event::{Event, encode_counts};
 use crate::memory::{NewMemory, Remembered, Similar, Source, Trust};
 use crate::screen::ScreenMatch;
-use crate::state::{State, to_ms};
+use crate::state::{State, TenantState, to_ms};
 use crate::validate;
 
 /// Steps 1–3 of the write path (§3): validate, redact, screen. Returns
@@ -346,19 +346,43 @@ pub(crate) fn content_sha256(content: &str) -> String {
     hex
 }
 
-/// The write path's search of the store: for each item, the active
-/// memories of its tenant and bank closest to it, by vector, and by folded
-/// text for memories without vectors.
+/// The one near-copy probe (§3): for each of `queries`, the tenant's
+/// memories closest to it in vector that `keep(query, memory)` accepts, at
+/// most [`WriteConfig::near_candidates`], each at or above the similar
+/// threshold, and the list the query's vector would be placed in. The write
+/// path asks it for a write's near copies ([`near_in_store`]); the review
+/// queue asks it the same question of stored memories, after the fact.
 ///
 /// The scan is [`WriteConfig::near_scan`]: a near copy (cosine ≥ 0.82)
-/// differs from the item in far fewer sign bits than unrelated memories
+/// differs from the query in far fewer sign bits than unrelated memories
 /// do, so it is among the closest codes, and in a partitioned tenant it
-/// sits in the item's own list or a neighbouring one. Only rows whose sign codes are close enough
-/// to reach the similar band get a dot product. Items are searched per
-/// tenant as one batch, so their distances to the partitions' centroids
-/// are one matrix product and each probed list is read once for all the
-/// items that probe it; each item's nearest list comes back with its
-/// neighbours, so storing it costs no second pass over the centroids.
+/// sits in the query's own list or a neighbouring one. Only rows whose sign
+/// codes are close enough to reach the similar band get a dot product. The
+/// queries are searched as one batch, so their distances to the partitions'
+/// centroids are one matrix product and each probed list is read once for
+/// all the queries that probe it; each query's nearest list comes back with
+/// its neighbours, so storing a write costs no second pass over the
+/// centroids.
+pub(crate) fn near_copies<F>(
+    t: &TenantState,
+    queries: &[&[f32]],
+    write: &WriteConfig,
+    keep: F,
+) -> Vec<(Hits, Option<Placement>)>
+where
+    F: Fn(usize, usize) -> bool + Sync,
+{
+    let scan = ScanConfig {
+        min_cosine: Some(write.similar_threshold),
+        ..write.near_scan
+    };
+    t.vectors
+        .nearest_many_placed(queries, write.near_candidates, scan, keep)
+}
+
+/// The write path's search of the store: for each item, the active
+/// memories of its tenant and bank closest to it, by vector
+/// ([`near_copies`]), and by folded text for memories without vectors.
 #[allow(clippy::type_complexity)]
 fn near_in_store(
     state: &State,
@@ -369,10 +393,6 @@ fn near_in_store(
     Vec<Vec<(Uuid, Option<String>, f32)>>,
     Vec<Option<Placement>>,
 ) {
-    let scan = ScanConfig {
-        min_cosine: Some(write.similar_threshold),
-        ..write.near_scan
-    };
     let mut near = vec![Vec::new(); items.len()];
     let mut placements = vec![None; items.len()];
     let mut by_tenant: HashMap<&str, Vec<usize>> = HashMap::new();
@@ -397,11 +417,9 @@ fn near_in_store(
             .filter_map(|(i, bank)| items[*i].vector.as_deref().map(|v| (*i, *bank, v)))
             .collect();
         let queries: Vec<&[f32]> = with_vector.iter().map(|(_, _, v)| *v).collect();
-        let found =
-            t.vectors
-                .nearest_many_placed(&queries, write.near_candidates, scan, |q, owner| {
-                    same_scope(owner, with_vector[q].1)
-                });
+        let found = near_copies(t, &queries, write, |q, owner| {
+            same_scope(owner, with_vector[q].1)
+        });
         for ((i, _, _), (hits, placement)) in with_vector.iter().zip(found) {
             placements[*i] = placement;
             near[*i] = hits

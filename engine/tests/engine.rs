@@ -567,7 +567,7 @@ async fn a_memory_that_only_asks_needs_more_to_open_the_gate() {
     let dir = tempfile::tempdir().unwrap();
     let engine = open(dir.path()).await;
     let config = ScoringConfig::default();
-    let asks = config.question_evidence.unwrap();
+    let question = config.question_evidence.unwrap();
     let write = async |text: &str, v: Vec<f32>| {
         let written = engine.remember(note(Kind::Note, text).vector(v)).await;
         written.unwrap().id()
@@ -579,7 +579,7 @@ async fn a_memory_that_only_asks_needs_more_to_open_the_gate() {
     .await;
     // One sentence each, so a memory's only vector is the one given. A
     // cosine between the statements' threshold and the questions'.
-    let cosine = (config.min_evidence_cosine + asks.min_cosine) / 2.0;
+    let cosine = (config.min_evidence_cosine + question.min_cosine) / 2.0;
     let query = direction(&[(0, cosine), (1, (1.0 - cosine * cosine).sqrt())]);
     let ask = |scoring: ScoringConfig| {
         engine
@@ -687,12 +687,12 @@ async fn a_request_closer_in_meaning_ranks_below_a_statement_that_answers() {
     let ranked = ask(weight).await.unwrap();
     assert_eq!(ids(&ranked), vec![statement, request]);
     let (answer, asked) = (&ranked.hits[0].breakdown, &ranked.hits[1].breakdown);
-    assert_eq!((answer.asking(), asked.asking()), (1.0, weight));
+    assert_eq!((answer.question(), asked.question()), (1.0, weight));
     // The factor is the score's, not the relevance's: the request is
     // still the more relevant of the two.
     assert!(asked.rel() > answer.rel());
-    assert!(asked.explain().contains("asking 0.60 (it only asks)"));
-    assert!(!answer.explain().contains("asking"));
+    assert!(asked.explain().contains("question 0.60 (it only asks)"));
+    assert!(!answer.explain().contains("it only asks"));
 
     // Weighed like a statement, the closer request ranks first.
     assert_eq!(ids(&ask(1.0).await.unwrap()), vec![request, statement]);

@@ -2,7 +2,7 @@
 MCP Python SDK (mcp==2.3.0): its `streamable_http_client` and `ClientSession`.
 
 Run by engine/tests/mcp.rs when the engine is built with the `http` feature
-(`cargo test -p recall-engine --features http --test mcp`) as
+(`cargo test -p recall --features http --test mcp`) as
     python http_e2e.py --bin target/.../recall --work DIR
 Each scenario prints `ok <name>`; the first failure raises and exits non-zero.
 """
