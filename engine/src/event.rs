@@ -45,6 +45,12 @@ pub(crate) enum Event {
     /// Tenant-wide: an erasure ran over this many memories. Holds no content;
     /// it keeps the store's sequence numbers rising past erased rows.
     Erased { memories: usize },
+    /// Written with a memory made from others (a consolidation's fact):
+    /// the memories it was derived from, kept as provenance.
+    DerivedFrom(Vec<Uuid>),
+    /// Tenant-wide: a consolidation pass looked at every memory written or
+    /// confirmed before the event's time (its cursor).
+    Consolidated,
 }
 
 /// Why an event row could not be read as an [`Event`].
@@ -77,6 +83,8 @@ mod op {
     pub const QUARANTINED: &str = "quarantined";
     pub const RELEASED: &str = "released";
     pub const ERASED: &str = "erased";
+    pub const DERIVED_FROM: &str = "derived_from";
+    pub const CONSOLIDATED: &str = "consolidated";
 }
 
 impl Event {
@@ -94,13 +102,15 @@ impl Event {
             Event::Quarantined { .. } => op::QUARANTINED,
             Event::Released { .. } => op::RELEASED,
             Event::Erased { .. } => op::ERASED,
+            Event::DerivedFrom(_) => op::DERIVED_FROM,
+            Event::Consolidated => op::CONSOLIDATED,
         }
     }
 
     /// The `arg` column.
     pub(crate) fn arg(&self) -> Option<String> {
         match self {
-            Event::Confirm | Event::Forget => None,
+            Event::Confirm | Event::Forget | Event::Consolidated => None,
             Event::SupersededBy(id) => Some(id.to_string()),
             Event::Impression { session }
             | Event::Citation { session }
@@ -110,6 +120,12 @@ impl Event {
             Event::Quarantined { rule, trust } => Some(format!("{rule}|{}", trust.as_str())),
             Event::Released { by } => Some(by.clone()),
             Event::Erased { memories } => Some(memories.to_string()),
+            Event::DerivedFrom(ids) => Some(
+                ids.iter()
+                    .map(Uuid::to_string)
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
         }
     }
 
@@ -171,6 +187,16 @@ impl Event {
             op::ERASED => Event::Erased {
                 memories: arg.and_then(|a| a.parse().ok()).unwrap_or(0),
             },
+            op::DERIVED_FROM => Event::DerivedFrom(
+                need(op::DERIVED_FROM)?
+                    .split(',')
+                    .map(Uuid::parse_str)
+                    .collect::<Result<_, _>>()
+                    .map_err(|_| EventDecodeError::BadArg {
+                        op: op::DERIVED_FROM,
+                    })?,
+            ),
+            op::CONSOLIDATED => Event::Consolidated,
             other => return Err(EventDecodeError::UnknownOp(other.to_string())),
         })
     }
@@ -226,6 +252,9 @@ mod tests {
             any::<u32>().prop_map(|n| Event::Erased {
                 memories: n as usize
             }),
+            proptest::collection::vec(any::<u128>(), 1..5)
+                .prop_map(|ns| Event::DerivedFrom(ns.into_iter().map(Uuid::from_u128).collect())),
+            Just(Event::Consolidated),
         ]
     }
 

@@ -54,6 +54,7 @@ mod background;
 mod briefing;
 mod clock;
 mod config;
+mod consolidation;
 mod derived;
 mod engine;
 mod erasure;
@@ -84,6 +85,10 @@ pub use clock::{Clock, FixedClock, SystemClock};
 pub use config::{
     Band, Bm25Normalization, Config, KindWeights, LexicalSupport, LiftBand, ModelSource,
     QuestionEvidence, ScoringConfig, WriteConfig,
+};
+pub use consolidation::{
+    Consolidate, Consolidation, ConsolidationBatch, Consolidator, DefaultConsolidator, Pair,
+    Proposal, ProposalOutcome,
 };
 pub use engine::{Engine, Status};
 pub use erasure::{EraseScope, Erased};

@@ -325,6 +325,7 @@ impl Engine {
             supersedes: Some(id.to_string()),
             vector,
             sentence_vectors,
+            derived_from: original.derived_from.clone(),
         };
         let new_id = self.remember(copy).await?.id();
         self.lookup(tenant, new_id)

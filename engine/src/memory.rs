@@ -139,6 +139,9 @@ pub struct Memory {
     pub redactions: BTreeMap<String, u32>,
     /// The screening rule that quarantined it, if the engine did (§7).
     pub quarantine_rule: Option<String>,
+    /// The memories it was made from (a consolidation's fact), kept as
+    /// provenance; empty for a memory written as it is.
+    pub derived_from: Vec<Uuid>,
 }
 
 /// A `[[Title]]` reference.
@@ -217,6 +220,12 @@ pub struct NewMemory {
     /// `vector`; checked against the embedder's width.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sentence_vectors: Vec<Vec<f32>>,
+    /// Ids of the tenant's memories it is made from (a consolidation's
+    /// fact), kept as provenance ([`Memory::derived_from`]). Each must
+    /// exist in the tenant. A memory is not a copy of its sources: write
+    /// dedup and the similar band skip them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub derived_from: Vec<Uuid>,
 }
 
 fn default_source() -> Source {
@@ -254,6 +263,7 @@ impl NewMemory {
             supersedes: None,
             vector: None,
             sentence_vectors: Vec::new(),
+            derived_from: Vec::new(),
         }
     }
 
@@ -279,6 +289,12 @@ impl NewMemory {
     /// Sets the trust level.
     pub fn trust(mut self, trust: Trust) -> Self {
         self.trust = trust;
+        self
+    }
+
+    /// Sets the memories it is made from ([`NewMemory::derived_from`]).
+    pub fn derived_from(mut self, ids: impl IntoIterator<Item = Uuid>) -> Self {
+        self.derived_from = ids.into_iter().collect();
         self
     }
 

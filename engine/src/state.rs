@@ -95,6 +95,9 @@ pub(crate) struct MemoryState {
     pub(crate) folded_hash: u64,
     /// What redaction replaced and why screening quarantined it, if either did.
     pub(crate) screening: Screening,
+    /// The memories it was made from ([`crate::NewMemory::derived_from`]);
+    /// boxed, as nearly every memory has none.
+    pub(crate) derived_from: Option<Box<[Uuid]>>,
 }
 
 impl MemoryState {
@@ -233,6 +236,8 @@ pub(crate) struct TenantState {
     pub(crate) banks: Vec<Arc<str>>,
     /// Memories stored without a vector (dedup falls back to text for them).
     pub(crate) without_vector: usize,
+    /// When the last consolidation pass ran (its cursor), if one did.
+    pub(crate) consolidated_ms: Option<i64>,
 }
 
 impl TenantState {
@@ -251,6 +256,7 @@ impl TenantState {
             ended_sessions: HashMap::new(),
             bank_ids: HashMap::new(),
             without_vector: 0,
+            consolidated_ms: None,
         }
     }
 
@@ -409,6 +415,7 @@ impl TenantState {
                 .collect(),
             redactions: m.screening.redactions().cloned().unwrap_or_default(),
             quarantine_rule: m.screening.quarantine().map(|(rule, _)| rule.to_string()),
+            derived_from: m.derived_from.as_deref().unwrap_or_default().to_vec(),
         }
     }
 
@@ -632,6 +639,7 @@ impl State {
             vector_row,
             sentence_rows,
             screening: Screening::default(),
+            derived_from: None,
         });
     }
 
@@ -685,6 +693,11 @@ impl State {
                 return;
             }
             Event::Erased { .. } => return,
+            Event::Consolidated => {
+                let cursor = tenant.consolidated_ms.get_or_insert(row.at_ms);
+                *cursor = (*cursor).max(row.at_ms);
+                return;
+            }
             _ => {}
         }
         let Some(&index) = Uuid::parse_str(&row.memory_id)
@@ -731,7 +744,13 @@ impl State {
                 };
                 tenant.meta[index].quarantined = false;
             }
-            Event::Drift { .. } | Event::SessionEnd { .. } | Event::Erased { .. } => {}
+            Event::DerivedFrom(ids) => {
+                tenant.memories[index].derived_from = Some(ids.into_boxed_slice());
+            }
+            Event::Drift { .. }
+            | Event::SessionEnd { .. }
+            | Event::Erased { .. }
+            | Event::Consolidated => {}
         }
     }
 }

@@ -158,6 +158,14 @@ pub(crate) fn decide(
             }
             (Some(key), None) => return Err(Error::not_found(&item.tenant, key)),
         };
+        // Provenance names memories of the tenant, in any state.
+        if let Some(missing) = item
+            .derived_from
+            .iter()
+            .find(|id| tenant.and_then(|t| t.get(id)).is_none())
+        {
+            return Err(Error::not_found(&item.tenant, missing));
+        }
         if let Some(title) = &item.title {
             if let Some(holder) = tenant.and_then(|t| t.titles.get(title).map(|i| &t.memories[*i]))
                 && superseded.map(|s| s.id) != Some(holder.id)
@@ -179,6 +187,8 @@ pub(crate) fn decide(
                 near.push((*id, title.clone(), *cos));
             }
         }
+        // A memory made from others is not a copy of them.
+        near.retain(|n| !item.derived_from.contains(&n.0));
         near.sort_by(|a, b| b.2.total_cmp(&a.2));
 
         // Held-back text never confirms a memory that is served.
@@ -256,12 +266,27 @@ pub(crate) fn decide(
             records.push(event.record(&item.tenant, Some(id), now_ms));
             record_placements.push(None);
         }
+        if !item.derived_from.is_empty() {
+            let event = Event::DerivedFrom(item.derived_from.clone());
+            records.push(event.record(&item.tenant, Some(id), now_ms));
+            record_placements.push(None);
+        }
         let mut detail = Vec::new();
         if !guard.redactions.is_empty() {
             detail.push(format!("redacted {}", encode_counts(&guard.redactions)));
         }
         if let Some(hit) = &guard.quarantined {
             detail.push(format!("quarantined by rule {}", hit.rule));
+        }
+        if !item.derived_from.is_empty() {
+            detail.push(format!(
+                "derived from {}",
+                item.derived_from
+                    .iter()
+                    .map(Uuid::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ));
         }
         audit.push(
             AuditEntry::new(now_ms, &item.tenant, AuditOp::Remember)

@@ -120,6 +120,30 @@ fn remember_recall_and_status_through_the_binary() {
         (Some(1), Some(1)),
         "{status}"
     );
+
+    // A consolidation pass over one memory: nothing to propose, and a
+    // second pass looks at nothing (its cursor was stored).
+    let out = recall(
+        data,
+        &["--json", "consolidate", "--tenant", "acme", "--dry-run"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let pass = json(&out);
+    assert_eq!(
+        (pass["dry_run"].as_bool(), pass["looked_at"].as_u64()),
+        (Some(true), Some(1)),
+        "{pass}"
+    );
+    assert_eq!(
+        pass["proposals"].as_array().map(Vec::len),
+        Some(0),
+        "{pass}"
+    );
+    for looked_at in [1, 0] {
+        let out = recall(data, &["--json", "consolidate", "--tenant", "acme"]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert_eq!(json(&out)["looked_at"].as_u64(), Some(looked_at));
+    }
 }
 
 /// A call that fails stops the import; the calls before it are written, the

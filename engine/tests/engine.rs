@@ -15,6 +15,8 @@ use uuid::Uuid;
 
 #[path = "engine/compat.rs"]
 mod compat;
+#[path = "engine/consolidation.rs"]
+mod consolidation;
 #[path = "engine/faults.rs"]
 mod faults;
 #[path = "engine/injected.rs"]

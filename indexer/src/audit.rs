@@ -30,6 +30,9 @@ pub enum AuditOp {
     Erase,
     /// A quarantined memory was let through after review.
     Release,
+    /// A consolidation pass applied a proposal: a memory confirmed by its
+    /// near copies, which it superseded.
+    Consolidate,
 }
 
 impl AuditOp {
@@ -41,6 +44,7 @@ impl AuditOp {
             AuditOp::Forget => "forget",
             AuditOp::Erase => "erase",
             AuditOp::Release => "release",
+            AuditOp::Consolidate => "consolidate",
         }
     }
 }

@@ -229,6 +229,15 @@ enum Command {
         #[arg(long)]
         bank: String,
     },
+    /// Fold near copies and turn repeated episodes into facts (the default
+    /// consolidation pass, over what changed since the last one).
+    Consolidate {
+        #[arg(long)]
+        tenant: String,
+        /// Only print the proposals; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Embed every memory stored without a vector, now.
     Backfill,
     /// Counts and the embedder in use.
@@ -609,6 +618,45 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Promote { tenant, id, bank } => {
             show(cli.json, &engine.promote(&tenant, id, &bank).await?)?
+        }
+        Command::Consolidate { tenant, dry_run } => {
+            let pass = engine
+                .consolidate(&tenant)
+                .dry_run(dry_run)
+                .execute()
+                .await?;
+            if cli.json {
+                print_json(&pass)?;
+            } else {
+                let done = if pass.dry_run { "proposed" } else { "applied" };
+                println!(
+                    "looked at {} memories; {} proposals{}",
+                    pass.looked_at,
+                    pass.proposals.len(),
+                    if pass.dry_run { " (dry run)" } else { "" }
+                );
+                for p in &pass.proposals {
+                    let what = match &p.proposal {
+                        recall::Proposal::Fold { into, copies } => {
+                            format!("fold {} near copies into {into}", copies.len())
+                        }
+                        recall::Proposal::Add {
+                            derived_from,
+                            memory_kind,
+                            content,
+                            ..
+                        } => format!(
+                            "add a {memory_kind} from {} memories: {content}",
+                            derived_from.len()
+                        ),
+                        recall::Proposal::Nothing { reason } => format!("nothing: {reason}"),
+                    };
+                    match &p.refused {
+                        Some(why) => println!("  refused: {what} ({why})"),
+                        None => println!("  {done}: {what}"),
+                    }
+                }
+            }
         }
         Command::Backfill => {
             let n = engine.backfill().await?;

@@ -1,0 +1,319 @@
+//! Consolidation: what a pass over a tenant's memories proposes, decided
+//! by a pure [`Consolidator`] over a [`ConsolidationBatch`]. The engine
+//! gathers the batch, checks every proposal and applies it through the
+//! normal write path and events ([`crate::Engine::consolidate`], in
+//! `consolidation/pass.rs`); nothing here touches the store.
+//!
+//! The default, [`DefaultConsolidator`], calls no model and is
+//! deterministic (the same batch gives the same proposals, in the same
+//! order):
+//! 1. near copies that slipped past write-time dedup (cosine at or above
+//!    the dedup threshold, same bank and kind; e.g. written before a
+//!    model was configured and backfilled) fold into the oldest;
+//! 2. three or more episodes from two or more sessions that say the same
+//!    thing (a connected group in the similar band, same bank, sharing an
+//!    element when they name any) become a `fact` quoting the group's most
+//!    central member verbatim, derived from the group; the episodes stay.
+
+mod pass;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use uuid::Uuid;
+
+use crate::memory::{Kind, Memory};
+
+pub use pass::{Consolidate, Consolidation, ProposalOutcome};
+
+/// What a [`Consolidator`] is given: the tenant's active memories that
+/// changed since the last pass, their neighbours, and the pairs among
+/// them in the similar band or closer.
+#[derive(Debug, Clone)]
+pub struct ConsolidationBatch {
+    /// The tenant.
+    pub tenant: String,
+    /// The engine's clock at the start of the pass.
+    pub now: DateTime<Utc>,
+    /// Active, served memories: those written or confirmed since the last
+    /// pass, and their neighbours. Proposals may cite only these.
+    pub memories: Vec<Memory>,
+    /// Pairs of `memories` in one bank at or above `similar_threshold`,
+    /// each once, `a` the older.
+    pub pairs: Vec<Pair>,
+    /// Ids already among an active memory's `derived_from`: a group with
+    /// one of them was consolidated before.
+    pub already_derived: HashSet<Uuid>,
+    /// [`crate::WriteConfig::dedup_threshold`].
+    pub dedup_threshold: f32,
+    /// [`crate::WriteConfig::similar_threshold`].
+    pub similar_threshold: f32,
+}
+
+/// Two memories of a batch and their cosine.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Pair {
+    /// The older memory.
+    pub a: Uuid,
+    /// The newer memory.
+    pub b: Uuid,
+    /// Their cosine.
+    pub cosine: f32,
+}
+
+/// One change a [`Consolidator`] proposes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Proposal {
+    /// `copies` say what `into` says: each is superseded by `into`, and
+    /// `into` is confirmed once per copy (as write-time dedup would have).
+    Fold {
+        /// The memory that stays.
+        into: Uuid,
+        /// The memories that leave recall, superseded by `into`.
+        copies: Vec<Uuid>,
+    },
+    /// A new memory made from others, which stay; `derived_from` keeps them
+    /// as its provenance ([`crate::NewMemory::derived_from`]).
+    Add {
+        /// The sources, all in one bank; the new memory goes there.
+        derived_from: Vec<Uuid>,
+        /// Its kind.
+        memory_kind: Kind,
+        /// Its content.
+        content: String,
+        /// Its elements.
+        elements: Vec<String>,
+    },
+    /// Nothing to do, and why (a model's answer; the default proposes
+    /// nothing rather than saying so).
+    Nothing {
+        /// Why.
+        reason: String,
+    },
+}
+
+impl Proposal {
+    /// Every memory id it names.
+    pub fn ids(&self) -> Vec<Uuid> {
+        match self {
+            Proposal::Fold { into, copies } => std::iter::once(*into)
+                .chain(copies.iter().copied())
+                .collect(),
+            Proposal::Add { derived_from, .. } => derived_from.clone(),
+            Proposal::Nothing { .. } => Vec::new(),
+        }
+    }
+}
+
+/// Decides what a consolidation pass proposes. Pure: it sees only the
+/// batch, and the engine checks and applies what it returns.
+///
+/// ```
+/// use recall::{ConsolidationBatch, Consolidator, Proposal};
+/// /// Proposes nothing, ever.
+/// struct Quiet;
+/// impl Consolidator for Quiet {
+///     fn propose(&self, _batch: &ConsolidationBatch) -> Vec<Proposal> {
+///         vec![Proposal::Nothing { reason: "quiet".into() }]
+///     }
+/// }
+/// ```
+pub trait Consolidator: Send + Sync {
+    /// The proposals for `batch`, in the order they are to be applied.
+    fn propose(&self, batch: &ConsolidationBatch) -> Vec<Proposal>;
+}
+
+/// The deterministic default (see the module's rules 1 and 2).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DefaultConsolidator {
+    /// Fewest episodes that make a fact. Default 3.
+    pub min_episodes: usize,
+    /// Fewest distinct sessions among them. Default 2.
+    pub min_sessions: usize,
+}
+
+impl Default for DefaultConsolidator {
+    fn default() -> Self {
+        DefaultConsolidator {
+            min_episodes: 3,
+            min_sessions: 2,
+        }
+    }
+}
+
+impl Consolidator for DefaultConsolidator {
+    fn propose(&self, batch: &ConsolidationBatch) -> Vec<Proposal> {
+        let by_id: HashMap<Uuid, &Memory> = batch.memories.iter().map(|m| (m.id, m)).collect();
+        let mut proposals = Vec::new();
+
+        // 1. Near copies within a bank and kind fold into the oldest.
+        let copies = components(batch.pairs.iter().filter(|p| {
+            p.cosine >= batch.dedup_threshold && same(&by_id, p, |m| (m.bank.clone(), m.kind))
+        }));
+        let mut folded = HashSet::new();
+        for group in copies {
+            let mut members: Vec<&Memory> = group
+                .iter()
+                .filter_map(|id| by_id.get(id).copied())
+                .collect();
+            members.sort_by_key(|m| (m.created_at, m.id));
+            let Some((into, rest)) = members.split_first() else {
+                continue;
+            };
+            folded.extend(rest.iter().map(|m| m.id));
+            proposals.push(Proposal::Fold {
+                into: into.id,
+                copies: rest.iter().map(|m| m.id).collect(),
+            });
+        }
+
+        // 2. A repeated episode becomes a fact.
+        let episode = |id: &Uuid| {
+            by_id
+                .get(id)
+                .is_some_and(|m| m.kind == Kind::Episode && !folded.contains(id))
+        };
+        let groups = components(batch.pairs.iter().filter(|p| {
+            p.cosine >= batch.similar_threshold
+                && p.cosine < batch.dedup_threshold
+                && episode(&p.a)
+                && episode(&p.b)
+                && same(&by_id, p, |m| m.bank.clone())
+                && share_an_element(by_id[&p.a], by_id[&p.b])
+        }));
+        for group in groups {
+            if group.len() < self.min_episodes
+                || group.iter().any(|id| batch.already_derived.contains(id))
+            {
+                continue;
+            }
+            let sessions: BTreeSet<&str> = group
+                .iter()
+                .filter_map(|id| by_id[id].session_id.as_deref())
+                .collect();
+            if sessions.len() < self.min_sessions {
+                continue;
+            }
+            let Some(central) = most_central(&group, &batch.pairs) else {
+                continue;
+            };
+            let central = by_id[&central];
+            proposals.push(Proposal::Add {
+                derived_from: group.iter().copied().collect(),
+                memory_kind: Kind::Fact,
+                content: central.content.clone(),
+                elements: central.elements.clone(),
+            });
+        }
+        proposals
+    }
+}
+
+/// Whether the pair's two memories agree on `key`.
+fn same<K: PartialEq>(
+    by_id: &HashMap<Uuid, &Memory>,
+    p: &Pair,
+    key: impl Fn(&Memory) -> K,
+) -> bool {
+    match (by_id.get(&p.a), by_id.get(&p.b)) {
+        (Some(a), Some(b)) => key(a) == key(b),
+        _ => false,
+    }
+}
+
+/// Two memories that name elements are about the same thing only if they
+/// share one; memories that name none are judged by their text alone.
+fn share_an_element(a: &Memory, b: &Memory) -> bool {
+    if a.elements.is_empty() && b.elements.is_empty() {
+        return true;
+    }
+    a.elements.iter().any(|e| b.elements.contains(e))
+}
+
+/// The connected groups of two or more that `edges` make, each sorted, in
+/// the order of their smallest id (deterministic whatever the edge order).
+fn components<'a>(edges: impl Iterator<Item = &'a Pair>) -> Vec<BTreeSet<Uuid>> {
+    let mut parent: BTreeMap<Uuid, Uuid> = BTreeMap::new();
+    fn root(parent: &mut BTreeMap<Uuid, Uuid>, id: Uuid) -> Uuid {
+        let mut r = id;
+        while let Some(&p) = parent.get(&r) {
+            if p == r {
+                break;
+            }
+            r = p;
+        }
+        parent.insert(id, r);
+        r
+    }
+    for p in edges {
+        parent.entry(p.a).or_insert(p.a);
+        parent.entry(p.b).or_insert(p.b);
+        let (ra, rb) = (root(&mut parent, p.a), root(&mut parent, p.b));
+        if ra != rb {
+            let (low, high) = if ra < rb { (ra, rb) } else { (rb, ra) };
+            parent.insert(high, low);
+        }
+    }
+    let ids: Vec<Uuid> = parent.keys().copied().collect();
+    let mut groups: BTreeMap<Uuid, BTreeSet<Uuid>> = BTreeMap::new();
+    for id in ids {
+        let r = root(&mut parent, id);
+        groups.entry(r).or_default().insert(id);
+    }
+    groups.into_values().filter(|g| g.len() >= 2).collect()
+}
+
+/// The member with the highest summed cosine to the others (ties: the
+/// smallest id).
+fn most_central(group: &BTreeSet<Uuid>, pairs: &[Pair]) -> Option<Uuid> {
+    let mut sums: BTreeMap<Uuid, f32> = group.iter().map(|id| (*id, 0.0)).collect();
+    for p in pairs {
+        if group.contains(&p.a) && group.contains(&p.b) {
+            *sums.entry(p.a).or_default() += p.cosine;
+            *sums.entry(p.b).or_default() += p.cosine;
+        }
+    }
+    sums.into_iter()
+        .fold(None, |best: Option<(Uuid, f32)>, (id, s)| match best {
+            Some((_, b)) if b >= s => best,
+            _ => Some((id, s)),
+        })
+        .map(|(id, _)| id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pair(a: u128, b: u128, cosine: f32) -> Pair {
+        Pair {
+            a: Uuid::from_u128(a),
+            b: Uuid::from_u128(b),
+            cosine,
+        }
+    }
+
+    #[test]
+    fn components_join_chains_and_drop_singletons() {
+        let edges = [pair(1, 2, 0.9), pair(3, 2, 0.9), pair(5, 6, 0.9)];
+        let groups = components(edges.iter());
+        let ids = |ns: &[u128]| {
+            ns.iter()
+                .map(|n| Uuid::from_u128(*n))
+                .collect::<BTreeSet<_>>()
+        };
+        assert_eq!(groups, vec![ids(&[1, 2, 3]), ids(&[5, 6])]);
+        // The same groups whatever the order the edges come in.
+        let reversed: Vec<Pair> = edges.iter().rev().copied().collect();
+        assert_eq!(components(reversed.iter()), groups);
+    }
+
+    #[test]
+    fn the_most_central_member_is_closest_to_the_rest() {
+        let group: BTreeSet<Uuid> = [1, 2, 3].map(Uuid::from_u128).into();
+        let pairs = [pair(1, 2, 0.83), pair(2, 3, 0.9), pair(1, 3, 0.84)];
+        assert_eq!(most_central(&group, &pairs), Some(Uuid::from_u128(3)));
+    }
+}

@@ -1,0 +1,324 @@
+//! The consolidation pass's shell: gathers a tenant's batch under the
+//! state's read lock, asks the [`Consolidator`], checks each proposal
+//! against the batch and applies it through the write path and events,
+//! then stores the pass's cursor (a tenant-wide `consolidated` event).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use recall_indexer::AuditOp;
+use serde::Serialize;
+use uuid::Uuid;
+
+use super::{ConsolidationBatch, Consolidator, DefaultConsolidator, Pair, Proposal};
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::event::Event;
+use crate::memory::{Memory, NewMemory};
+use crate::state::to_ms;
+use crate::validate;
+use crate::write_policy::near_copies;
+
+/// The agent name on the memories and audit entries a pass writes.
+const AGENT: &str = "recall consolidate";
+
+/// A consolidation pass over one tenant, configured with setters and run
+/// by [`Consolidate::execute`]. It looks at the memories written or
+/// confirmed since the last pass (all of them the first time), so a
+/// second pass over unchanged memories proposes nothing. It never
+/// deletes: it supersedes, confirms and adds, through the write path
+/// (redaction, screening, audit), so `history` explains each change and
+/// an erasure still removes everything.
+///
+/// ```
+/// # use recall::{Config, Engine, Kind, ModelSource, NewMemory};
+/// # tokio::runtime::Runtime::new()?.block_on(async {
+/// # let dir = tempfile::tempdir()?;
+/// # let engine = Engine::open(Config::new(dir.path()).model(ModelSource::None)).await?;
+/// engine.remember(NewMemory::new("acme", "org", Kind::Pitfall, "Leap days break the billing cron")).await?;
+/// let preview = engine.consolidate("acme").dry_run(true).execute().await?;
+/// assert!(preview.proposals.iter().all(|p| !p.applied));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Consolidate {
+    engine: Engine,
+    tenant: String,
+    dry_run: bool,
+    consolidator: Arc<dyn Consolidator>,
+}
+
+/// What a pass proposed and did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Consolidation {
+    /// Whether it only proposed (nothing was written, not even its cursor).
+    pub dry_run: bool,
+    /// Memories in the batch the consolidator saw.
+    pub looked_at: usize,
+    /// Each proposal, in the order it was applied.
+    pub proposals: Vec<ProposalOutcome>,
+}
+
+/// One proposal and what became of it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProposalOutcome {
+    /// The proposal (its `kind`: `fold`, `add` or `nothing`).
+    #[serde(flatten)]
+    pub proposal: Proposal,
+    /// Every memory id it names.
+    pub ids: Vec<Uuid>,
+    /// Whether it was applied.
+    pub applied: bool,
+    /// Why it was not applied, when it was refused or failed.
+    pub refused: Option<String>,
+    /// The memory an `add` stored (or confirmed, if it was a near copy of
+    /// another memory).
+    pub memory: Option<Uuid>,
+}
+
+impl Engine {
+    /// A consolidation pass over `tenant` with the [`DefaultConsolidator`]
+    /// ([`Consolidate`]).
+    pub fn consolidate(&self, tenant: impl Into<String>) -> Consolidate {
+        Consolidate {
+            engine: self.clone(),
+            tenant: tenant.into(),
+            dry_run: false,
+            consolidator: Arc::new(DefaultConsolidator::default()),
+        }
+    }
+}
+
+impl Consolidate {
+    /// Only propose: write nothing, not even the cursor.
+    pub fn dry_run(mut self, dry_run: bool) -> Self {
+        self.dry_run = dry_run;
+        self
+    }
+
+    /// Asks `consolidator` instead of the default.
+    pub fn consolidator(mut self, consolidator: impl Consolidator + 'static) -> Self {
+        self.consolidator = Arc::new(consolidator);
+        self
+    }
+
+    /// Runs the pass.
+    pub async fn execute(self) -> Result<Consolidation> {
+        validate::scope_name("tenant", &self.tenant)?;
+        let engine = self.engine.clone();
+        let tenant = self.tenant.clone();
+        let batch = tokio::task::spawn_blocking(move || engine.consolidation_batch(&tenant))
+            .await
+            .map_err(|e| Error::Task(e.to_string()))??;
+        let Some(batch) = batch else {
+            return Ok(Consolidation {
+                dry_run: self.dry_run,
+                looked_at: 0,
+                proposals: Vec::new(),
+            });
+        };
+        let proposals = self.consolidator.propose(&batch);
+        let by_id: HashMap<Uuid, &Memory> = batch.memories.iter().map(|m| (m.id, m)).collect();
+        let mut outcomes = Vec::with_capacity(proposals.len());
+        for proposal in proposals {
+            let mut outcome = ProposalOutcome {
+                ids: proposal.ids(),
+                proposal,
+                applied: false,
+                refused: None,
+                memory: None,
+            };
+            outcome.refused = check(&outcome.proposal, &by_id).err();
+            if outcome.refused.is_none() && !self.dry_run {
+                match self.apply(&outcome.proposal, &by_id).await {
+                    Ok(memory) => {
+                        outcome.applied = true;
+                        outcome.memory = memory;
+                    }
+                    Err(e) => outcome.refused = Some(e.to_string()),
+                }
+            }
+            outcomes.push(outcome);
+        }
+        if !self.dry_run {
+            let now = to_ms(self.engine.config().clock.now());
+            self.engine
+                .append_event(&self.tenant, None, Event::Consolidated, Some(now))
+                .await?;
+        }
+        Ok(Consolidation {
+            dry_run: self.dry_run,
+            looked_at: batch.memories.len(),
+            proposals: outcomes,
+        })
+    }
+
+    /// Applies a checked proposal; the memory an `add` stored or confirmed.
+    async fn apply(
+        &self,
+        proposal: &Proposal,
+        batch: &HashMap<Uuid, &Memory>,
+    ) -> Result<Option<Uuid>> {
+        let (engine, tenant) = (&self.engine, self.tenant.as_str());
+        match proposal {
+            Proposal::Fold { into, copies } => {
+                for copy in copies {
+                    // Looked up again: an earlier proposal may have taken it.
+                    let (kept, gone) =
+                        (engine.lookup(tenant, *into)?, engine.lookup(tenant, *copy)?);
+                    for m in [&kept, &gone] {
+                        if !m.is_active() {
+                            return Err(Error::Conflict {
+                                id: m.id,
+                                reason: "is no longer active".into(),
+                            });
+                        }
+                    }
+                    let audit = engine
+                        .audit_entry(tenant, AuditOp::Consolidate, &[*copy, *into])
+                        .detail(Some(format!("near copy folded into {into}")));
+                    engine
+                        .append_audited_event(
+                            tenant,
+                            Some(*copy),
+                            Event::SupersededBy(*into),
+                            None,
+                            Some(audit),
+                        )
+                        .await?;
+                    // The copy confirms what it copies, when it was last confirmed.
+                    engine
+                        .append_event(
+                            tenant,
+                            Some(*into),
+                            Event::Confirm,
+                            Some(to_ms(gone.last_confirmed_at)),
+                        )
+                        .await?;
+                }
+                Ok(None)
+            }
+            Proposal::Add {
+                derived_from,
+                memory_kind,
+                content,
+                elements,
+            } => {
+                let bank = derived_from
+                    .first()
+                    .and_then(|id| batch.get(id))
+                    .map(|m| m.bank.clone())
+                    .ok_or_else(|| {
+                        Error::invalid("derived_from", "names no memory of the batch")
+                    })?;
+                let mut memory = NewMemory::new(tenant, bank, *memory_kind, content.clone())
+                    .derived_from(derived_from.iter().copied())
+                    .agent(AGENT);
+                memory.elements = elements.clone();
+                Ok(Some(engine.remember(memory).await?.id()))
+            }
+            Proposal::Nothing { .. } => Ok(None),
+        }
+    }
+}
+
+/// Whether `proposal` may be applied to the batch it came from: every id
+/// it names is a memory of the batch (so of its tenant, active and
+/// served), and the memories it joins share a bank.
+fn check(proposal: &Proposal, batch: &HashMap<Uuid, &Memory>) -> std::result::Result<(), String> {
+    let ids = proposal.ids();
+    if let Some(outside) = ids.iter().find(|id| !batch.contains_key(id)) {
+        return Err(format!(
+            "names {outside}, which is not a memory of the batch"
+        ));
+    }
+    let mut seen = HashSet::new();
+    if let Some(twice) = ids.iter().find(|id| !seen.insert(**id)) {
+        return Err(format!("names {twice} twice"));
+    }
+    let banks: HashSet<&str> = ids
+        .iter()
+        .filter_map(|id| batch.get(id))
+        .map(|m| m.bank.as_str())
+        .collect();
+    if banks.len() > 1 {
+        return Err("joins memories of different banks".into());
+    }
+    match proposal {
+        Proposal::Fold { copies, .. } if copies.is_empty() => Err("folds no copies".into()),
+        Proposal::Add { derived_from, .. } if derived_from.is_empty() => {
+            Err("is derived from nothing".into())
+        }
+        Proposal::Add { content, .. } if content.trim().is_empty() => Err("has no content".into()),
+        _ => Ok(()),
+    }
+}
+
+impl Engine {
+    /// The batch of a pass over `tenant` (None: the tenant has no memories):
+    /// its served memories written or confirmed since the last pass, their
+    /// neighbours from the write path's probe ([`near_copies`]), and the
+    /// pairs among them in the similar band or closer.
+    fn consolidation_batch(&self, tenant: &str) -> Result<Option<ConsolidationBatch>> {
+        let write = &self.config().write;
+        let now = self.config().clock.now();
+        let state = self.read_state()?;
+        let Some(t) = state.tenant(tenant) else {
+            return Ok(None);
+        };
+        let served = |i: usize| t.memories[i].is_active() && !t.meta[i].quarantined;
+        let changed: Vec<usize> = (0..t.memories.len())
+            .filter(|&i| {
+                let m = &t.memories[i];
+                served(i)
+                    && t.consolidated_ms
+                        .is_none_or(|c| m.row.created_at_ms > c || m.last_confirmed_ms > c)
+            })
+            .collect();
+        let with_vector: Vec<(usize, &[f32])> = changed
+            .iter()
+            .filter_map(|&i| Some((i, t.vectors.row(t.memories[i].vector_row?)?)))
+            .collect();
+        let queries: Vec<&[f32]> = with_vector.iter().map(|(_, v)| *v).collect();
+        let found = near_copies(t, &queries, write, |q, j| {
+            let i = with_vector[q].0;
+            j != i && served(j) && t.meta[j].bank_id == t.meta[i].bank_id
+        });
+        let mut pairs = Vec::new();
+        let mut seen = HashSet::new();
+        let mut members: Vec<usize> = changed.clone();
+        for (&(i, _), (near, _)) in with_vector.iter().zip(found) {
+            for (j, cosine) in near {
+                let (a, b) = if i < j { (i, j) } else { (j, i) };
+                if seen.insert((a, b)) {
+                    members.push(j);
+                    pairs.push(Pair {
+                        a: t.memories[a].id,
+                        b: t.memories[b].id,
+                        cosine,
+                    });
+                }
+            }
+        }
+        members.sort_unstable();
+        members.dedup();
+        let already_derived = t
+            .memories
+            .iter()
+            .filter(|m| m.is_active())
+            .filter_map(|m| m.derived_from.as_deref())
+            .flatten()
+            .copied()
+            .collect();
+        Ok(Some(ConsolidationBatch {
+            tenant: tenant.to_string(),
+            now,
+            memories: members.into_iter().map(|i| t.view(i)).collect(),
+            pairs,
+            already_derived,
+            dedup_threshold: write.dedup_threshold,
+            similar_threshold: write.similar_threshold,
+        }))
+    }
+}

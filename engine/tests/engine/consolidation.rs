@@ -1,0 +1,411 @@
+//! Consolidation: the default pass folds near copies that slipped past
+//! write-time dedup and turns an episode repeated across sessions into a
+//! fact, leaves everything else alone, changes nothing in a dry run,
+//! proposes nothing the second time, and refuses proposals that reach
+//! outside their batch.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+use std::sync::Arc;
+
+use recall::{
+    AuditOp, Config, ConsolidationBatch, Consolidator, Engine, FixedClock, Kind, NewMemory,
+    Proposal, WriteConfig,
+};
+use recall_datasets::{near_copy, synthetic_corpus};
+use uuid::Uuid;
+
+use super::{TENANT, model, t0};
+
+const DIM: usize = 384;
+
+/// What the corpus holds, by id.
+struct Known {
+    /// The same lesson in five wordings, written as episodes in three sessions.
+    lesson: Vec<Uuid>,
+    /// A pitfall and two near copies of it (cosine 0.97), oldest first.
+    copies: Vec<Uuid>,
+    /// Everything that must be left alone.
+    others: Vec<Uuid>,
+}
+
+async fn open(dir: &Path, write: WriteConfig) -> Engine {
+    Engine::open(
+        Config::new(dir)
+            .model(model())
+            .clock(Arc::new(FixedClock::new(t0())))
+            .write(write),
+    )
+    .await
+    .unwrap()
+}
+
+fn memory(bank: &str, kind: Kind, content: String, vector: Vec<f32>) -> NewMemory {
+    NewMemory::new(TENANT, bank, kind, content).vector(vector)
+}
+
+/// Writes the corpus. Dedup is raised to 0.99 while it is written, as if
+/// the copies had been written before a model was configured: they are
+/// stored apart and only a consolidation finds them.
+async fn write_corpus(engine: &Engine) -> Known {
+    let base = synthetic_corpus(5, 40, DIM, 40);
+    let mut others = Vec::new();
+    let put = |m: NewMemory| async move { engine.remember(m).await.unwrap().id() };
+
+    let lesson_vector = &base[0].vector;
+    let mut lesson = Vec::new();
+    for (i, session) in ["s1", "s1", "s2", "s3", "s3"].into_iter().enumerate() {
+        let mut m = memory(
+            "repo:api",
+            Kind::Episode,
+            format!("Retrying the billing export twice fixed the timeout (wording {i})."),
+            near_copy(100 + i as u64, lesson_vector, 0.92),
+        )
+        .element("Billing");
+        m.session_id = Some(session.into());
+        lesson.push(put(m).await);
+    }
+
+    let pitfall = &base[1].vector;
+    let mut copies = vec![
+        put(memory(
+            "repo:api",
+            Kind::Pitfall,
+            "The gateway drops headers over 8 KB.".into(),
+            pitfall.clone(),
+        ))
+        .await,
+    ];
+    for i in 0..2 {
+        copies.push(
+            put(memory(
+                "repo:api",
+                Kind::Pitfall,
+                format!("Headers above 8 KB are dropped by the gateway ({i})."),
+                near_copy(200 + i, pitfall, 0.97),
+            ))
+            .await,
+        );
+    }
+
+    // Three episodes that say the same thing in one session only.
+    let one_session = &base[2].vector;
+    for i in 0..3 {
+        let mut m = memory(
+            "repo:api",
+            Kind::Episode,
+            format!("The nightly build was slow again ({i})."),
+            near_copy(300 + i, one_session, 0.92),
+        );
+        m.session_id = Some("s9".into());
+        others.push(put(m).await);
+    }
+    // Two that say the same thing across sessions: too few.
+    let pair = &base[3].vector;
+    for (i, session) in ["s1", "s2"].into_iter().enumerate() {
+        let mut m = memory(
+            "repo:api",
+            Kind::Episode,
+            format!("The staging deploy needed a manual restart ({i})."),
+            near_copy(400 + i as u64, pair, 0.92),
+        );
+        m.session_id = Some(session.into());
+        others.push(put(m).await);
+    }
+    // A value updated three times (facts, not episodes), and a copy of the
+    // pitfall in another bank: neither is folded.
+    let value = &base[4].vector;
+    for (i, n) in [600, 900, 1200].into_iter().enumerate() {
+        others.push(
+            put(memory(
+                "repo:api",
+                Kind::Fact,
+                format!("The export API allows {n} requests a minute."),
+                near_copy(500 + i as u64, value, 0.92),
+            ))
+            .await,
+        );
+    }
+    others.push(
+        put(memory(
+            "repo:web",
+            Kind::Pitfall,
+            "The gateway drops headers over 8 KB (web).".into(),
+            near_copy(600, pitfall, 0.97),
+        ))
+        .await,
+    );
+    // Unrelated memories.
+    for (i, m) in base[5..].iter().enumerate() {
+        let mut episode = memory(
+            "repo:api",
+            Kind::Episode,
+            format!("Unrelated event number {i}."),
+            m.vector.clone(),
+        );
+        episode.session_id = Some(format!("u{i}"));
+        others.push(put(episode).await);
+    }
+    Known {
+        lesson,
+        copies,
+        others,
+    }
+}
+
+/// Every file under `dir`, with its bytes.
+fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let name = path.strip_prefix(dir).unwrap().display().to_string();
+                files.insert(name, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    files
+}
+
+#[tokio::test]
+async fn the_default_pass_folds_copies_and_makes_a_fact_of_a_repeated_episode() {
+    let dir = tempfile::tempdir().unwrap();
+    let lenient = WriteConfig {
+        dedup_threshold: 0.99,
+        ..WriteConfig::default()
+    };
+    let known = {
+        let engine = open(dir.path(), lenient).await;
+        write_corpus(&engine).await
+    };
+    let engine = open(dir.path(), WriteConfig::default()).await;
+    engine.flush().await.unwrap();
+    engine.wait_for_maintenance().await.unwrap();
+
+    // A dry run proposes and writes nothing.
+    let before = snapshot(dir.path());
+    let preview = engine
+        .consolidate(TENANT)
+        .dry_run(true)
+        .execute()
+        .await
+        .unwrap();
+    assert_eq!(
+        snapshot(dir.path()),
+        before,
+        "a dry run changed the data directory"
+    );
+    assert!(
+        preview
+            .proposals
+            .iter()
+            .all(|p| !p.applied && p.refused.is_none())
+    );
+
+    // Precision and recall against the known groups: exactly the fold and
+    // the fact, nothing that touches the others.
+    let expected_fold = Proposal::Fold {
+        into: known.copies[0],
+        copies: known.copies[1..].to_vec(),
+    };
+    let touched: HashSet<Uuid> = preview
+        .proposals
+        .iter()
+        .flat_map(|p| p.ids.clone())
+        .collect();
+    assert!(
+        known.others.iter().all(|id| !touched.contains(id)),
+        "{:#?}",
+        preview.proposals
+    );
+    assert_eq!(preview.proposals.len(), 2, "{:#?}", preview.proposals);
+    assert_eq!(preview.proposals[0].proposal, expected_fold);
+    let Proposal::Add {
+        derived_from,
+        memory_kind,
+        content,
+        elements,
+    } = &preview.proposals[1].proposal
+    else {
+        panic!("expected an add: {:#?}", preview.proposals[1]);
+    };
+    let mut lesson = known.lesson.clone();
+    lesson.sort();
+    assert_eq!(derived_from, &lesson);
+    assert_eq!(*memory_kind, Kind::Fact);
+    assert!(content.starts_with("Retrying the billing export twice"));
+    assert_eq!(elements, &vec!["Billing".to_string()]);
+
+    // Applied.
+    let pass = engine.consolidate(TENANT).execute().await.unwrap();
+    assert!(
+        pass.proposals.iter().all(|p| p.applied),
+        "{:#?}",
+        pass.proposals
+    );
+    let kept = engine.get(TENANT, known.copies[0]).await.unwrap();
+    assert!(kept.is_active());
+    assert_eq!(kept.confirmations, 2);
+    for copy in &known.copies[1..] {
+        let gone = engine.get(TENANT, *copy).await.unwrap();
+        assert_eq!(gone.superseded_by, Some(known.copies[0]));
+        let chain: Vec<Uuid> = engine
+            .history(TENANT, *copy)
+            .await
+            .unwrap()
+            .iter()
+            .map(|m| m.id)
+            .collect();
+        assert_eq!(chain, vec![*copy, known.copies[0]]);
+    }
+    let fact_id = pass.proposals[1].memory.expect("the add stored a memory");
+    let fact = engine.get(TENANT, fact_id).await.unwrap();
+    assert_eq!((fact.kind, fact.bank.as_str()), (Kind::Fact, "repo:api"));
+    assert_eq!(fact.derived_from, lesson);
+    for id in &known.lesson {
+        assert!(
+            engine.get(TENANT, *id).await.unwrap().is_active(),
+            "episodes stay"
+        );
+    }
+    for id in &known.others {
+        let m = engine.get(TENANT, *id).await.unwrap();
+        assert!(m.is_active() && m.confirmations == 0, "{m:?}");
+    }
+
+    // Every applied proposal is in the audit log.
+    let audit = engine.audit(TENANT).await.unwrap();
+    let folds: Vec<_> = audit
+        .iter()
+        .filter(|e| e.op == AuditOp::Consolidate)
+        .collect();
+    assert_eq!(folds.len(), 2);
+    assert!(audit.iter().any(|e| {
+        e.op == AuditOp::Remember
+            && e.ids == vec![fact_id.to_string()]
+            && e.detail
+                .as_deref()
+                .is_some_and(|d| d.contains("derived from"))
+    }));
+
+    // A second pass, and one after a reopen, propose nothing.
+    let again = engine.consolidate(TENANT).execute().await.unwrap();
+    assert!(again.proposals.is_empty(), "{:#?}", again.proposals);
+    drop(engine);
+    let engine = open(dir.path(), WriteConfig::default()).await;
+    assert_eq!(
+        engine.get(TENANT, fact_id).await.unwrap().derived_from,
+        lesson
+    );
+    let reopened = engine.consolidate(TENANT).execute().await.unwrap();
+    assert!(reopened.proposals.is_empty(), "{:#?}", reopened.proposals);
+
+    // A new wording of the lesson does not make a second fact.
+    let mut late = memory(
+        "repo:api",
+        Kind::Episode,
+        "Retrying the billing export twice fixed the timeout (late).".into(),
+        near_copy(109, &synthetic_corpus(5, 40, DIM, 40)[0].vector, 0.92),
+    )
+    .element("Billing");
+    late.session_id = Some("s4".into());
+    engine.remember(late).await.unwrap();
+    let late_pass = engine.consolidate(TENANT).execute().await.unwrap();
+    assert!(
+        late_pass
+            .proposals
+            .iter()
+            .all(|p| !matches!(p.proposal, Proposal::Add { .. })),
+        "{:#?}",
+        late_pass.proposals
+    );
+}
+
+/// Proposes what it is told to, whatever the batch holds.
+struct Scripted(Vec<Proposal>);
+
+impl Consolidator for Scripted {
+    fn propose(&self, _batch: &ConsolidationBatch) -> Vec<Proposal> {
+        self.0.clone()
+    }
+}
+
+#[tokio::test]
+async fn proposals_outside_their_batch_are_refused_and_change_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = open(dir.path(), WriteConfig::default()).await;
+    let vectors = synthetic_corpus(8, 3, DIM, 3);
+    let mut ids = Vec::new();
+    for (bank, v) in ["repo:api", "repo:api", "repo:web"]
+        .into_iter()
+        .zip(&vectors)
+    {
+        ids.push(
+            engine
+                .remember(memory(
+                    bank,
+                    Kind::Note,
+                    format!("A note in {bank}."),
+                    v.vector.clone(),
+                ))
+                .await
+                .unwrap()
+                .id(),
+        );
+    }
+    let other_tenant = engine
+        .remember(NewMemory::new(
+            "globex",
+            "repo:api",
+            Kind::Note,
+            "Another tenant's note.",
+        ))
+        .await
+        .unwrap()
+        .id();
+    let before = engine.export(TENANT).await.unwrap();
+    let scripted = Scripted(vec![
+        // Invented and cross-tenant ids.
+        Proposal::Fold {
+            into: ids[0],
+            copies: vec![Uuid::now_v7()],
+        },
+        Proposal::Add {
+            derived_from: vec![other_tenant],
+            memory_kind: Kind::Fact,
+            content: "Stolen.".into(),
+            elements: Vec::new(),
+        },
+        // Across banks, twice the same id, empty.
+        Proposal::Fold {
+            into: ids[0],
+            copies: vec![ids[2]],
+        },
+        Proposal::Fold {
+            into: ids[0],
+            copies: vec![ids[1], ids[1]],
+        },
+        Proposal::Add {
+            derived_from: Vec::new(),
+            memory_kind: Kind::Fact,
+            content: "From nothing.".into(),
+            elements: Vec::new(),
+        },
+    ]);
+    let pass = engine
+        .consolidate(TENANT)
+        .consolidator(scripted)
+        .execute()
+        .await
+        .unwrap();
+    assert_eq!(pass.proposals.len(), 5);
+    for p in &pass.proposals {
+        assert!(!p.applied && p.refused.is_some(), "{p:#?}");
+    }
+    assert_eq!(engine.export(TENANT).await.unwrap(), before);
+    assert_eq!(engine.export("globex").await.unwrap().len(), 1);
+}
