@@ -85,6 +85,43 @@ fn peak_rss_mib() -> Option<f64> {
     Some(kib / 1024.0)
 }
 
+/// A consolidation pass over the whole tenant (`Engine::consolidate`),
+/// timed: a dry run (the batch and the default's proposals), then the pass
+/// applied. The process's peak resident memory is reset before it
+/// (`/proc/self/clear_refs`), so `peak_rss_mib` is the pass's own.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ConsolidationTimed {
+    pub dry_run_ms: f64,
+    pub proposals: usize,
+    pub apply_ms: f64,
+    pub applied: usize,
+    pub rss_mib_before: f64,
+    pub peak_rss_mib: f64,
+}
+
+async fn consolidate_timed(engine: &Engine) -> anyhow::Result<ConsolidationTimed> {
+    let rss_mib_before = crate::open_probe::status_mib("VmRSS:");
+    // "5" resets the peak to the current resident size (proc(5)); without
+    // it (an older kernel) the peak is the whole run's.
+    if let Err(e) = std::fs::write("/proc/self/clear_refs", "5") {
+        tracing::warn!(error = %e, "peak RSS not reset: the consolidation's peak is the run's");
+    }
+    let t = Instant::now();
+    let preview = engine.consolidate(TENANT).dry_run(true).execute().await?;
+    let dry_run_ms = t.elapsed().as_secs_f64() * 1e3;
+    let t = Instant::now();
+    let pass = engine.consolidate(TENANT).execute().await?;
+    let apply_ms = t.elapsed().as_secs_f64() * 1e3;
+    Ok(ConsolidationTimed {
+        dry_run_ms,
+        proposals: preview.proposals.len(),
+        apply_ms,
+        applied: pass.proposals.iter().filter(|p| p.applied).count(),
+        rss_mib_before,
+        peak_rss_mib: crate::open_probe::status_mib("VmHWM:"),
+    })
+}
+
 /// How the vector stage is handed a batch of queries.
 #[derive(Clone, Copy)]
 enum Batching {
@@ -410,6 +447,7 @@ pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
         let alone = scan_throughputs(&set, &batch, scan, Batching::OneByOne)?;
         drop(set);
         let rss = peak_rss_mib();
+        let consolidation = consolidate_timed(&engine).await?;
 
         // Opening the store again, in a process of its own.
         engine.flush().await?;
@@ -499,7 +537,17 @@ pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
             "knowledge_map_elements": elements.len(),
             "knowledge_map_documented": documented,
             "peak_rss_mib": rss,
+            "consolidation": consolidation,
         }));
+        println!(
+            "consolidation of {n}: dry run {:.0} ms ({} proposals), applied {:.0} ms ({} applied), peak RSS during it {:.0} MiB (before {:.0})",
+            consolidation.dry_run_ms,
+            consolidation.proposals,
+            consolidation.apply_ms,
+            consolidation.applied,
+            consolidation.peak_rss_mib,
+            consolidation.rss_mib_before,
+        );
         println!("{md}\n{md_open}");
     }
     md.push_str("\nOpened again in a process of its own (`recall-bench open-probe`: no corpus, no second vector set), answering 100 recalls:\n\n");
