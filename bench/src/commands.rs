@@ -106,6 +106,12 @@ pub struct Common {
     /// are the same for every document, so they do not change the order).
     #[arg(long, default_value = "episode")]
     pub kind: Kind,
+    /// Write each date's documents as one session and run the default
+    /// consolidation pass (`Engine::consolidate`) before asking: a fact a
+    /// pass makes is credited with the unit it quotes, a folded copy's
+    /// units go to the memory it folded into.
+    #[arg(long)]
+    pub consolidate: bool,
 }
 
 /// `recall-bench longmemeval`.
@@ -506,7 +512,10 @@ async fn quality_run(
     common: &Common,
 ) -> anyhow::Result<Vec<Report>> {
     let mut cache = open_cache(common)?;
-    let haystacks = written_as(haystacks, common.kind);
+    let mut haystacks = written_as(haystacks, common.kind);
+    for h in &mut haystacks {
+        h.consolidate = common.consolidate;
+    }
     let rankers = default_rankers(common.fusion_only);
     let (reports, stats, outcomes) =
         run(haystacks, &rankers, &common.ks, &mut cache, !common.quiet).await?;

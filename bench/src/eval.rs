@@ -77,6 +77,9 @@ pub struct Haystack {
     pub questions: Vec<Question>,
     /// The kind every document is written as (sources: episode).
     pub kind: Kind,
+    /// Written with a session id per date, then consolidated
+    /// (`Engine::consolidate`) before it is asked (`--consolidate`).
+    pub consolidate: bool,
 }
 
 /// A haystack written into its own engine.
@@ -93,6 +96,8 @@ pub struct Ingested {
     pub questions: Vec<Question>,
     /// Units the engine refused (too long after truncation, empty …).
     pub refused: usize,
+    /// Proposals a consolidation pass applied (`--consolidate`).
+    pub consolidated: usize,
 }
 
 /// Longest text written; longer turns are cut at a character boundary
@@ -113,8 +118,9 @@ fn clip(text: &str) -> &str {
 /// The write of one document: a memory of `kind` in the eval bank,
 /// observed at its date. The engine embeds it (and its sentences) as it
 /// would any memory, through the cache.
-fn write_of(doc: &Doc, kind: Kind) -> NewMemory {
+fn write_of(doc: &Doc, kind: Kind, session: Option<&str>) -> NewMemory {
     let mut memory = NewMemory::new(TENANT, BANK, kind, clip(&doc.text)).observed_at(doc.at);
+    memory.session_id = session.map(str::to_string);
     if let Some(title) = &doc.title {
         memory = memory.title(title.clone());
     }
@@ -139,6 +145,7 @@ pub async fn ingest(haystack: Haystack, cache: &VectorCache) -> anyhow::Result<I
     let mut refused = 0;
     // One batch per date (a session), in order, with the clock at that date.
     let mut i = 0;
+    let mut sessions = 0;
     while i < haystack.docs.len() {
         let at = haystack.docs[i].at;
         let mut j = i;
@@ -151,7 +158,13 @@ pub async fn ingest(haystack: Haystack, cache: &VectorCache) -> anyhow::Result<I
             .filter(|d| !d.text.trim().is_empty())
             .collect();
         refused += (j - i) - batch.len();
-        let writes: Vec<NewMemory> = batch.iter().map(|d| write_of(d, haystack.kind)).collect();
+        sessions += 1;
+        let session = haystack.consolidate.then(|| format!("s{sessions}"));
+        let session = session.as_deref();
+        let writes: Vec<NewMemory> = batch
+            .iter()
+            .map(|d| write_of(d, haystack.kind, session))
+            .collect();
         let outcomes: Vec<Option<Uuid>> = match engine.remember_many(writes).await {
             Ok(o) => o.iter().map(|o| Some(o.id())).collect(),
             Err(e) => {
@@ -162,7 +175,7 @@ pub async fn ingest(haystack: Haystack, cache: &VectorCache) -> anyhow::Result<I
                 for d in &batch {
                     one_by_one.push(
                         engine
-                            .remember(write_of(d, haystack.kind))
+                            .remember(write_of(d, haystack.kind, session))
                             .await
                             .ok()
                             .map(|o| o.id()),
@@ -182,6 +195,40 @@ pub async fn ingest(haystack: Haystack, cache: &VectorCache) -> anyhow::Result<I
         }
         i = j;
     }
+    let mut consolidated = 0;
+    if haystack.consolidate {
+        // A fact quotes one of its sources verbatim: a hit on it is
+        // credited with that source's units.
+        let pass = engine.consolidate(TENANT).execute().await?;
+        for outcome in pass.proposals.iter().filter(|p| p.applied) {
+            if let (
+                recall::Proposal::Add {
+                    derived_from,
+                    content,
+                    ..
+                },
+                Some(fact),
+            ) = (&outcome.proposal, outcome.memory)
+            {
+                let mut quoted = Vec::new();
+                for id in derived_from {
+                    if engine.get(TENANT, *id).await?.content == *content {
+                        quoted.extend(units.get(id).cloned().unwrap_or_default());
+                    }
+                }
+                units.entry(fact).or_default().extend(quoted);
+            }
+            // Folded copies leave recall: the memory they folded into
+            // answers for them, as a write-time dedup would have.
+            if let recall::Proposal::Fold { into, copies } = &outcome.proposal {
+                for copy in copies {
+                    let moved = units.get(copy).cloned().unwrap_or_default();
+                    units.entry(*into).or_default().extend(moved);
+                }
+            }
+            consolidated += 1;
+        }
+    }
     engine.flush().await?;
     Ok(Ingested {
         engine,
@@ -191,6 +238,7 @@ pub async fn ingest(haystack: Haystack, cache: &VectorCache) -> anyhow::Result<I
         dates,
         questions: haystack.questions,
         refused,
+        consolidated,
     })
 }
 
@@ -516,6 +564,7 @@ pub async fn run(
         let ingested = ingest(haystack, cache).await?;
         stats.ingest_s += t.elapsed().as_secs_f64();
         stats.refused += ingested.refused;
+        stats.consolidated += ingested.consolidated;
         stats.memories += ingested.units.len();
         let t = std::time::Instant::now();
         for (ranker, outcome) in rankers.iter().zip(&mut outcomes) {
@@ -542,6 +591,8 @@ pub struct RunStats {
     pub memories: usize,
     /// Documents not written (empty text, refused input).
     pub refused: usize,
+    /// Proposals consolidation passes applied (`--consolidate`).
+    pub consolidated: usize,
     /// Questions asked (per ranker).
     pub questions: usize,
     /// Seconds embedding texts not yet cached.

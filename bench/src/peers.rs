@@ -1371,6 +1371,7 @@ mod tests {
                 at,
             }],
             kind: recall::Kind::Episode,
+            consolidate: false,
         };
         let dir = tempfile::tempdir().unwrap();
         let mut cache =

@@ -102,6 +102,7 @@ pub fn longmemeval(instances: &[Instance], granularity: Granularity) -> (Vec<Hay
             }],
             docs,
             kind: Kind::Episode,
+            consolidate: false,
         });
     }
     (out, skipped)
@@ -177,6 +178,7 @@ pub fn locomo(
                 docs,
                 questions,
                 kind: Kind::Episode,
+                consolidate: false,
             }
         })
         .collect()

@@ -27,6 +27,7 @@ fn common(dir: &Path, json: &str) -> Common {
         quiet: true,
         fusion_only: false,
         kind: recall::Kind::Episode,
+        consolidate: false,
     }
 }
 

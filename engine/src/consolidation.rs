@@ -10,10 +10,13 @@
 //! 1. near copies that slipped past write-time dedup (cosine at or above
 //!    the dedup threshold, same bank and kind; e.g. written before a
 //!    model was configured and backfilled) fold into the oldest;
-//! 2. three or more episodes from two or more sessions that say the same
-//!    thing (a connected group in the similar band, same bank, sharing an
-//!    element when they name any) become a `fact` quoting the group's most
-//!    central member verbatim, derived from the group; the episodes stay.
+//! 2. three or more episodes from two or more sessions about the same
+//!    element that say the same thing (a connected group in the similar
+//!    band, same bank, each pair sharing an element) become a `fact`
+//!    quoting the group's most central member verbatim, derived from the
+//!    group; the episodes stay. Episodes that name no element make no
+//!    fact: on LoCoMo's turns (which name none) facts made from text alone
+//!    lowered nDCG@10 on both halves (docs/MEASUREMENTS.md, "Consolidation").
 
 mod pass;
 
@@ -150,7 +153,8 @@ impl Consolidator for DefaultConsolidator {
 
         // 1. Near copies within a bank and kind fold into the oldest.
         let copies = components(batch.pairs.iter().filter(|p| {
-            p.cosine >= batch.dedup_threshold && same(&by_id, p, |m| (m.bank.clone(), m.kind))
+            p.cosine >= batch.dedup_threshold
+                && both(&by_id, p, |a, b| a.bank == b.bank && a.kind == b.kind)
         }));
         let mut folded = HashSet::new();
         for group in copies {
@@ -180,8 +184,7 @@ impl Consolidator for DefaultConsolidator {
                 && p.cosine < batch.dedup_threshold
                 && episode(&p.a)
                 && episode(&p.b)
-                && same(&by_id, p, |m| m.bank.clone())
-                && share_an_element(by_id[&p.a], by_id[&p.b])
+                && both(&by_id, p, |a, b| a.bank == b.bank && share_an_element(a, b))
         }));
         for group in groups {
             if group.len() < self.min_episodes
@@ -191,15 +194,15 @@ impl Consolidator for DefaultConsolidator {
             }
             let sessions: BTreeSet<&str> = group
                 .iter()
-                .filter_map(|id| by_id[id].session_id.as_deref())
+                .filter_map(|id| by_id.get(id)?.session_id.as_deref())
                 .collect();
             if sessions.len() < self.min_sessions {
                 continue;
             }
-            let Some(central) = most_central(&group, &batch.pairs) else {
+            let Some(central) = most_central(&group, &batch.pairs).and_then(|id| by_id.get(&id))
+            else {
                 continue;
             };
-            let central = by_id[&central];
             proposals.push(Proposal::Add {
                 derived_from: group.iter().copied().collect(),
                 memory_kind: Kind::Fact,
@@ -211,24 +214,16 @@ impl Consolidator for DefaultConsolidator {
     }
 }
 
-/// Whether the pair's two memories agree on `key`.
-fn same<K: PartialEq>(
-    by_id: &HashMap<Uuid, &Memory>,
-    p: &Pair,
-    key: impl Fn(&Memory) -> K,
-) -> bool {
+/// Whether the pair's two memories are in the batch and `test` holds of them.
+fn both(by_id: &HashMap<Uuid, &Memory>, p: &Pair, test: impl Fn(&Memory, &Memory) -> bool) -> bool {
     match (by_id.get(&p.a), by_id.get(&p.b)) {
-        (Some(a), Some(b)) => key(a) == key(b),
+        (Some(a), Some(b)) => test(a, b),
         _ => false,
     }
 }
 
-/// Two memories that name elements are about the same thing only if they
-/// share one; memories that name none are judged by their text alone.
+/// Whether two memories name an element in common.
 fn share_an_element(a: &Memory, b: &Memory) -> bool {
-    if a.elements.is_empty() && b.elements.is_empty() {
-        return true;
-    }
     a.elements.iter().any(|e| b.elements.contains(e))
 }
 

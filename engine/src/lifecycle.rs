@@ -163,6 +163,8 @@ impl EndSession {
     }
 }
 
+/// A memory's stored embedding and its sentences' embeddings.
+pub(crate) type StoredVectors = (Option<Vec<f32>>, Vec<Vec<f32>>);
 impl Engine {
     /// Ends `session` in `tenant` (§5): see [`EndSession`].
     pub fn end_session(&self, tenant: impl Into<String>, session: impl Into<String>) -> EndSession {
@@ -273,6 +275,31 @@ impl Engine {
             .unwrap_or_default())
     }
 
+    /// Memory `id`'s stored embedding and its sentences' ([`StoredVectors`]; none without a
+    /// vector), for a copy of its text that is to be found exactly as it
+    /// is (a promotion, a consolidation's fact).
+    pub(crate) fn stored_vectors(&self, tenant: &str, id: Uuid) -> Result<StoredVectors> {
+        let state = self.read_state()?;
+        Ok(state
+            .tenant(tenant)
+            .and_then(|t| {
+                let m = t.get(&id)?;
+                let vector = t.vectors.row(m.vector_row?)?.to_vec();
+                let mut sentences: Vec<Vec<f32>> = m
+                    .sentence_rows
+                    .clone()
+                    .filter_map(|row| t.sentences.row(row).map(<[f32]>::to_vec))
+                    .collect();
+                // Written under other sentence rules (an older version):
+                // the copy is scored by its whole vector, as it was.
+                if sentences.len() != crate::sentences::sentences(&m.row.content).len() {
+                    sentences.clear();
+                }
+                Some((Some(vector), sentences))
+            })
+            .unwrap_or_default())
+    }
+
     /// Moves a memory out of its bank (typically a `session:<id>` bank, which
     /// expires with the session) into `bank`: a copy is written there and
     /// supersedes the original, so history keeps the chain. Returns the copy.
@@ -287,27 +314,7 @@ impl Engine {
         }
         // The copy keeps the original's embeddings, its sentences' too, so
         // it is found exactly as the original was.
-        let (vector, sentence_vectors) = {
-            let state = self.read_state()?;
-            state
-                .tenant(tenant)
-                .and_then(|t| {
-                    let m = t.get(&id)?;
-                    let vector = t.vectors.row(m.vector_row?)?.to_vec();
-                    let mut sentences: Vec<Vec<f32>> = m
-                        .sentence_rows
-                        .clone()
-                        .filter_map(|row| t.sentences.row(row).map(<[f32]>::to_vec))
-                        .collect();
-                    // Written under other sentence rules (an older version):
-                    // the copy is scored by its whole vector, as it was.
-                    if sentences.len() != crate::sentences::sentences(&m.row.content).len() {
-                        sentences.clear();
-                    }
-                    Some((Some(vector), sentences))
-                })
-                .unwrap_or_default()
-        };
+        let (vector, sentence_vectors) = self.stored_vectors(tenant, id)?;
         let copy = NewMemory {
             tenant: tenant.to_string(),
             bank: bank.to_string(),

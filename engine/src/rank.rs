@@ -131,6 +131,7 @@ pub(crate) fn rank(
         gate(&mut scored, evidence, config);
     }
     order(tenant, query, config, &mut scored);
+    quoted_once(tenant, &mut scored);
     scored.truncate(query.k);
     let hits = with_links(tenant, config, scored, &eligible);
     RecallResult {
@@ -309,6 +310,30 @@ fn gate(scored: &mut Vec<(usize, Breakdown)>, evidence: bool, config: &ScoringCo
     // A clear answer does not bring noise along: hits far weaker than the
     // best one go, even above the floor.
     scored.retain(|(_, b)| b.rel >= config.min_hit_share * best);
+}
+
+/// A memory a consolidation derived from others quotes one of them
+/// verbatim (`crate::DefaultConsolidator`'s facts): the two are one text,
+/// and a result shows it once, at the better-ranked of the two places. No
+/// other hit is touched, so a store never consolidated ranks as before.
+fn quoted_once(tenant: &TenantState, scored: &mut Vec<(usize, Breakdown)>) {
+    // Scored source → the derived memory that quotes it.
+    let mut quoted_by: HashMap<usize, usize> = HashMap::new();
+    for &(d, _) in scored.iter() {
+        let derived = &tenant.memories[d];
+        for source in derived.derived_from.as_deref().unwrap_or_default() {
+            if let Some(&s) = tenant.by_id.get(source)
+                && tenant.memories[s].row.content == derived.row.content
+            {
+                quoted_by.insert(s, d);
+            }
+        }
+    }
+    if quoted_by.is_empty() {
+        return;
+    }
+    let mut shown = HashSet::new();
+    scored.retain(|(i, _)| shown.insert(quoted_by.get(i).copied().unwrap_or(*i)));
 }
 
 /// Best first (ties by id), then a newer version of a top hit lifted just

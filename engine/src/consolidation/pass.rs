@@ -216,6 +216,19 @@ impl Consolidate {
                     .derived_from(derived_from.iter().copied())
                     .agent(AGENT);
                 memory.elements = elements.clone();
+                // A fact that quotes a source is found as that source is:
+                // the same text, the same embeddings (which may be the
+                // caller's own, not the model's).
+                if let Some(quoted) = derived_from
+                    .iter()
+                    .find(|id| batch.get(id).is_some_and(|m| m.content == *content))
+                {
+                    let (vector, sentence_vectors) = engine.stored_vectors(tenant, *quoted)?;
+                    memory.vector = vector;
+                    if memory.vector.is_some() {
+                        memory.sentence_vectors = sentence_vectors;
+                    }
+                }
                 Ok(Some(engine.remember(memory).await?.id()))
             }
             Proposal::Nothing { .. } => Ok(None),

@@ -96,7 +96,8 @@ async fn write_corpus(engine: &Engine) -> Known {
             Kind::Episode,
             format!("The nightly build was slow again ({i})."),
             near_copy(300 + i, one_session, 0.92),
-        );
+        )
+        .element("Build");
         m.session_id = Some("s9".into());
         others.push(put(m).await);
     }
@@ -108,7 +109,8 @@ async fn write_corpus(engine: &Engine) -> Known {
             Kind::Episode,
             format!("The staging deploy needed a manual restart ({i})."),
             near_copy(400 + i as u64, pair, 0.92),
-        );
+        )
+        .element("Staging");
         m.session_id = Some(session.into());
         others.push(put(m).await);
     }
@@ -135,8 +137,20 @@ async fn write_corpus(engine: &Engine) -> Known {
         ))
         .await,
     );
+    // Three that say the same thing across sessions about no element.
+    let chatter = &base[5].vector;
+    for (i, session) in ["s1", "s2", "s3"].into_iter().enumerate() {
+        let mut m = memory(
+            "repo:api",
+            Kind::Episode,
+            format!("Thanks, that was a great chat ({i})!"),
+            near_copy(700 + i as u64, chatter, 0.92),
+        );
+        m.session_id = Some(session.into());
+        others.push(put(m).await);
+    }
     // Unrelated memories.
-    for (i, m) in base[5..].iter().enumerate() {
+    for (i, m) in base[6..].iter().enumerate() {
         let mut episode = memory(
             "repo:api",
             Kind::Episode,
@@ -303,6 +317,29 @@ async fn the_default_pass_folds_copies_and_makes_a_fact_of_a_repeated_episode() 
     );
     let reopened = engine.consolidate(TENANT).execute().await.unwrap();
     assert!(reopened.proposals.is_empty(), "{:#?}", reopened.proposals);
+
+    // A recall near the lesson shows the fact's text once: the episode it
+    // quotes gives way to it; the other wordings stay.
+    let lesson_vector = synthetic_corpus(5, 40, DIM, 40)[0].vector.clone();
+    let hits = engine
+        .recall(TENANT, "billing export timeout")
+        .read(["repo:api"])
+        .query_vector(lesson_vector)
+        .execute()
+        .await
+        .unwrap()
+        .hits;
+    let shown: Vec<Uuid> = hits.iter().map(|h| h.memory.id).collect();
+    assert_eq!(shown.first(), Some(&fact_id), "{shown:?}");
+    assert_eq!(
+        hits.iter()
+            .filter(|h| h.memory.content == fact.content)
+            .count(),
+        1,
+        "{shown:?}"
+    );
+    let wordings = known.lesson.iter().filter(|id| shown.contains(id)).count();
+    assert_eq!(wordings, known.lesson.len() - 1, "{shown:?}");
 
     // A new wording of the lesson does not make a second fact.
     let mut late = memory(
