@@ -140,7 +140,10 @@ fn remember_recall_and_status_through_the_binary() {
         "{pass}"
     );
     for looked_at in [1, 0] {
-        let out = recall(data, &["--json", "consolidate", "--tenant", "acme"]);
+        let out = recall(
+            data,
+            &["--json", "consolidate", "--tenant", "acme", "--budget", "5"],
+        );
         assert!(out.status.success(), "{}", text(&out.stderr));
         assert_eq!(json(&out)["looked_at"].as_u64(), Some(looked_at));
     }

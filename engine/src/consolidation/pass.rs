@@ -46,6 +46,7 @@ pub struct Consolidate {
     engine: Engine,
     tenant: String,
     dry_run: bool,
+    budget: Option<usize>,
     consolidator: Arc<dyn Consolidator>,
 }
 
@@ -56,6 +57,8 @@ pub struct Consolidation {
     pub dry_run: bool,
     /// Memories in the batch the consolidator saw.
     pub looked_at: usize,
+    /// Changed memories the budget left for a later pass (0: none).
+    pub left: usize,
     /// Each proposal, in the order it was applied.
     pub proposals: Vec<ProposalOutcome>,
 }
@@ -85,6 +88,7 @@ impl Engine {
             engine: self.clone(),
             tenant: tenant.into(),
             dry_run: false,
+            budget: None,
             consolidator: Arc::new(DefaultConsolidator::default()),
         }
     }
@@ -97,6 +101,17 @@ impl Consolidate {
         self
     }
 
+    /// Looks at about `changed` of the memories changed since the last
+    /// pass, those changed first, rounded up to whole instants (the cursor
+    /// is a time, and a batch of writes shares one); the cursor stops after
+    /// the last one looked at, so the next pass goes on from there
+    /// ([`Consolidation::left`]). Bounds a first pass over a large tenant.
+    /// Must be at least 1.
+    pub fn budget(mut self, changed: usize) -> Self {
+        self.budget = Some(changed);
+        self
+    }
+
     /// Asks `consolidator` instead of the default.
     pub fn consolidator(mut self, consolidator: impl Consolidator + 'static) -> Self {
         self.consolidator = Arc::new(consolidator);
@@ -106,15 +121,25 @@ impl Consolidate {
     /// Runs the pass.
     pub async fn execute(self) -> Result<Consolidation> {
         validate::scope_name("tenant", &self.tenant)?;
+        if self.budget == Some(0) {
+            return Err(Error::invalid("budget", "must be at least 1"));
+        }
         let engine = self.engine.clone();
-        let tenant = self.tenant.clone();
-        let batch = tokio::task::spawn_blocking(move || engine.consolidation_batch(&tenant))
-            .await
-            .map_err(|e| Error::Task(e.to_string()))??;
-        let Some(batch) = batch else {
+        let (tenant, budget) = (self.tenant.clone(), self.budget);
+        let batch =
+            tokio::task::spawn_blocking(move || engine.consolidation_batch(&tenant, budget))
+                .await
+                .map_err(|e| Error::Task(e.to_string()))??;
+        let Some(Gathered {
+            batch,
+            left,
+            cursor_ms,
+        }) = batch
+        else {
             return Ok(Consolidation {
                 dry_run: self.dry_run,
                 looked_at: 0,
+                left: 0,
                 proposals: Vec::new(),
             });
         };
@@ -142,14 +167,15 @@ impl Consolidate {
             outcomes.push(outcome);
         }
         if !self.dry_run {
-            let now = to_ms(self.engine.config().clock.now());
+            let at = cursor_ms.unwrap_or_else(|| to_ms(self.engine.config().clock.now()));
             self.engine
-                .append_event(&self.tenant, None, Event::Consolidated, Some(now))
+                .append_event(&self.tenant, None, Event::Consolidated, Some(at))
                 .await?;
         }
         Ok(Consolidation {
             dry_run: self.dry_run,
             looked_at: batch.memories.len(),
+            left,
             proposals: outcomes,
         })
     }
@@ -268,12 +294,20 @@ fn check(proposal: &Proposal, batch: &HashMap<Uuid, &Memory>) -> std::result::Re
     }
 }
 
+/// A pass's batch, with how many changed memories its budget left and,
+/// when it left some, where the cursor stops.
+struct Gathered {
+    batch: ConsolidationBatch,
+    left: usize,
+    cursor_ms: Option<i64>,
+}
+
 impl Engine {
     /// The batch of a pass over `tenant` (None: the tenant has no memories):
     /// its served memories written or confirmed since the last pass, their
     /// neighbours from the write path's probe ([`near_copies`]), and the
     /// pairs among them in the similar band or closer.
-    fn consolidation_batch(&self, tenant: &str) -> Result<Option<ConsolidationBatch>> {
+    fn consolidation_batch(&self, tenant: &str, budget: Option<usize>) -> Result<Option<Gathered>> {
         let write = &self.config().write;
         let now = self.config().clock.now();
         let state = self.read_state()?;
@@ -281,14 +315,29 @@ impl Engine {
             return Ok(None);
         };
         let served = |i: usize| t.memories[i].is_active() && !t.meta[i].quarantined;
-        let changed: Vec<usize> = (0..t.memories.len())
-            .filter(|&i| {
-                let m = &t.memories[i];
-                served(i)
-                    && t.consolidated_ms
-                        .is_none_or(|c| m.row.created_at_ms > c || m.last_confirmed_ms > c)
-            })
+        // When each served memory last changed: written or confirmed.
+        let changed_at = |i: usize| {
+            let m = &t.memories[i];
+            m.row.created_at_ms.max(m.last_confirmed_ms)
+        };
+        let mut changed: Vec<usize> = (0..t.memories.len())
+            .filter(|&i| served(i) && t.consolidated_ms.is_none_or(|c| changed_at(i) > c))
             .collect();
+        changed.sort_by_key(|&i| (changed_at(i), i));
+        let (mut left, mut cursor_ms) = (0, None);
+        if let Some(budget) = budget.filter(|b| *b < changed.len()) {
+            // Whole instants only (a batch of writes shares one): the
+            // cursor is a time, and the next pass starts after it.
+            let mut end = budget;
+            while end < changed.len() && changed_at(changed[end]) == changed_at(changed[end - 1]) {
+                end += 1;
+            }
+            if end < changed.len() {
+                cursor_ms = Some(changed_at(changed[end - 1]));
+                left = changed.len() - end;
+                changed.truncate(end);
+            }
+        }
         let with_vector: Vec<(usize, &[f32])> = changed
             .iter()
             .filter_map(|&i| Some((i, t.vectors.row(t.memories[i].vector_row?)?)))
@@ -324,14 +373,18 @@ impl Engine {
             .flatten()
             .copied()
             .collect();
-        Ok(Some(ConsolidationBatch {
-            tenant: tenant.to_string(),
-            now,
-            memories: members.into_iter().map(|i| t.view(i)).collect(),
-            pairs,
-            already_derived,
-            dedup_threshold: write.dedup_threshold,
-            similar_threshold: write.similar_threshold,
+        Ok(Some(Gathered {
+            batch: ConsolidationBatch {
+                tenant: tenant.to_string(),
+                now,
+                memories: members.into_iter().map(|i| t.view(i)).collect(),
+                pairs,
+                already_derived,
+                dedup_threshold: write.dedup_threshold,
+                similar_threshold: write.similar_threshold,
+            },
+            left,
+            cursor_ms,
         }))
     }
 }

@@ -30,14 +30,13 @@ struct Known {
 }
 
 async fn open(dir: &Path, write: WriteConfig) -> Engine {
-    Engine::open(
-        Config::new(dir)
-            .model(model())
-            .clock(Arc::new(FixedClock::new(t0())))
-            .write(write),
-    )
-    .await
-    .unwrap()
+    open_at(dir, write, Arc::new(FixedClock::new(t0()))).await
+}
+
+async fn open_at(dir: &Path, write: WriteConfig, clock: Arc<FixedClock>) -> Engine {
+    Engine::open(Config::new(dir).model(model()).clock(clock).write(write))
+        .await
+        .unwrap()
 }
 
 fn memory(bank: &str, kind: Kind, content: String, vector: Vec<f32>) -> NewMemory {
@@ -445,4 +444,77 @@ async fn proposals_outside_their_batch_are_refused_and_change_nothing() {
     }
     assert_eq!(engine.export(TENANT).await.unwrap(), before);
     assert_eq!(engine.export("globex").await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_budgeted_pass_goes_on_where_the_last_one_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(FixedClock::new(t0()));
+    let lenient = WriteConfig {
+        dedup_threshold: 0.99,
+        ..WriteConfig::default()
+    };
+    let engine = open_at(dir.path(), lenient, clock.clone()).await;
+    // Twelve unrelated notes, then a pitfall and its near copy, a second apart.
+    let base = synthetic_corpus(11, 13, DIM, 13);
+    for (i, m) in base.iter().enumerate() {
+        clock.advance(chrono::Duration::seconds(1));
+        let kind = if i == 12 { Kind::Pitfall } else { Kind::Note };
+        engine
+            .remember(memory(
+                "repo:api",
+                kind,
+                format!("Memory {i}."),
+                m.vector.clone(),
+            ))
+            .await
+            .unwrap();
+    }
+    clock.advance(chrono::Duration::seconds(1));
+    engine
+        .remember(memory(
+            "repo:api",
+            Kind::Pitfall,
+            "Memory 12, again.".into(),
+            near_copy(3, &base[12].vector, 0.97),
+        ))
+        .await
+        .unwrap();
+
+    // Consolidated with the default dedup threshold, which the copy is above.
+    drop(engine);
+    let engine = open_at(dir.path(), WriteConfig::default(), clock).await;
+    assert!(
+        engine
+            .consolidate(TENANT)
+            .budget(0)
+            .execute()
+            .await
+            .is_err()
+    );
+    let mut lefts = Vec::new();
+    let mut proposals = Vec::new();
+    loop {
+        let pass = engine
+            .consolidate(TENANT)
+            .budget(5)
+            .execute()
+            .await
+            .unwrap();
+        lefts.push(pass.left);
+        proposals.extend(pass.proposals);
+        if pass.left == 0 {
+            break;
+        }
+    }
+    assert_eq!(lefts, vec![9, 4, 0]);
+    assert_eq!(proposals.len(), 1, "{proposals:#?}");
+    assert!(proposals[0].applied && matches!(proposals[0].proposal, Proposal::Fold { .. }));
+    let after = engine
+        .consolidate(TENANT)
+        .budget(5)
+        .execute()
+        .await
+        .unwrap();
+    assert_eq!((after.looked_at, after.left), (0, 0));
 }

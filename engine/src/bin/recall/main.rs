@@ -237,6 +237,9 @@ enum Command {
         /// Only print the proposals; write nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Look at about this many changed memories (the next pass goes on).
+        #[arg(long)]
+        budget: Option<usize>,
     },
     /// Embed every memory stored without a vector, now.
     Backfill,
@@ -619,19 +622,24 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Promote { tenant, id, bank } => {
             show(cli.json, &engine.promote(&tenant, id, &bank).await?)?
         }
-        Command::Consolidate { tenant, dry_run } => {
-            let pass = engine
-                .consolidate(&tenant)
-                .dry_run(dry_run)
-                .execute()
-                .await?;
+        Command::Consolidate {
+            tenant,
+            dry_run,
+            budget,
+        } => {
+            let mut pass = engine.consolidate(&tenant).dry_run(dry_run);
+            if let Some(budget) = budget {
+                pass = pass.budget(budget);
+            }
+            let pass = pass.execute().await?;
             if cli.json {
                 print_json(&pass)?;
             } else {
                 let done = if pass.dry_run { "proposed" } else { "applied" };
                 println!(
-                    "looked at {} memories; {} proposals{}",
+                    "looked at {} memories ({} left for the next pass); {} proposals{}",
                     pass.looked_at,
+                    pass.left,
                     pass.proposals.len(),
                     if pass.dry_run { " (dry run)" } else { "" }
                 );
