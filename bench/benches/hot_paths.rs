@@ -7,7 +7,7 @@ use criterion::{
     BenchmarkGroup, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main,
 };
 use recall::{
-    Config, Engine, Kind, ModelSource, NewMemory, ScoringConfig, decay_multiplier,
+    Config, Engine, Kind, ModelSource, NewMemory, ProposalPolicy, ScoringConfig, decay_multiplier,
     drift_multiplier, normalize_bm25, relevance, usage_multiplier,
 };
 use recall_bench::{TENANT, banks, corpus, fill, open_engine, to_new, with_sentence_vectors};
@@ -220,9 +220,10 @@ fn bm25_query(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temp dir");
     let data = corpus(n);
     let engine = runtime.block_on(async {
-        let engine = Engine::open(Config::new(dir.path()).model(ModelSource::None))
-            .await
-            .expect("open");
+        let config = Config::new(dir.path())
+            .model(ModelSource::None)
+            .proposals(ProposalPolicy::direct());
+        let engine = Engine::open(config).await.expect("open");
         for chunk in data.chunks(1000) {
             let writes = chunk
                 .iter()

@@ -59,6 +59,10 @@ pub enum Command {
     /// latency, throughput, build time, memory, ratios to recall; with
     /// `--locomo`, LanceDB's hybrid scored beside the engine.
     Peers(crate::peers::PeersArgs),
+    /// The default consolidation pass on a generated corpus with known
+    /// groups: precision and recall of its proposals, a second pass, and
+    /// recall and briefing lines before and after.
+    Consolidation(crate::consolidation_eval::ConsolidationArgs),
 }
 
 /// `recall-bench compare`.
@@ -323,6 +327,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Compare(a) => compare_command(&a),
         Command::Corpus(a) => crate::corpus_eval::corpus_command(&a).await,
         Command::Peers(a) => crate::peers::peers_command(&a).await,
+        Command::Consolidation(a) => crate::consolidation_eval::consolidation_command(&a).await,
     }
 }
 

@@ -38,7 +38,7 @@ use std::time::Instant;
 
 use recall::{
     Config, Engine, FixedClock, HashEmbedder, Kind, KindWeights, ModelSource, NewMemory,
-    Remembered, ScoringConfig,
+    ProposalPolicy, Remembered, ScoringConfig,
 };
 use recall_datasets::corpus::{Corpus, CorpusConfig, CorpusQuery, CorpusWrite, Role, generate};
 use serde_json::json;
@@ -213,7 +213,12 @@ pub async fn write(
     let dir = tempfile::tempdir()?;
     let start = corpus.writes.first().map_or(corpus.asked_at, |w| w.at);
     let clock = Arc::new(FixedClock::new(start));
-    let engine = Engine::open(Config::new(dir.path()).model(model).clock(clock.clone())).await?;
+    // The harness measures recall over what it wrote: nothing waits for review.
+    let config = Config::new(dir.path())
+        .model(model)
+        .clock(clock.clone())
+        .proposals(ProposalPolicy::direct());
+    let engine = Engine::open(config).await?;
     let bar = progress.then(|| bar(corpus.writes.len() as u64, "writing"));
     let mut outcomes: Vec<Remembered> = Vec::with_capacity(corpus.writes.len());
     let mut i = 0;
@@ -275,7 +280,7 @@ pub async fn write(
         let original = |of: &String| memory_of.get(of).copied();
         let (deduplicated_into, similar) = match outcome {
             Remembered::Deduplicated { id, .. } => (Some(*id), Vec::new()),
-            Remembered::Stored { similar_to, .. } => {
+            Remembered::Stored { similar_to, .. } | Remembered::Proposed { similar_to, .. } => {
                 (None, similar_to.iter().map(|s| s.id).collect())
             }
         };

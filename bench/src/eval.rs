@@ -21,7 +21,8 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use recall::{
-    Bm25Normalization, Config, Engine, FixedClock, Kind, ModelSource, NewMemory, ScoringConfig,
+    Bm25Normalization, Config, Engine, FixedClock, Kind, ModelSource, NewMemory, ProposalPolicy,
+    ScoringConfig,
 };
 use serde::Serialize;
 use uuid::Uuid;
@@ -136,7 +137,9 @@ pub async fn ingest(haystack: Haystack, cache: &VectorCache) -> anyhow::Result<I
     let engine = Engine::open(
         Config::new(dir.path())
             .model(ModelSource::Custom(cache.cached_embedder()))
-            .clock(clock.clone()),
+            .clock(clock.clone())
+            // The harness measures recall over what it wrote.
+            .proposals(ProposalPolicy::direct()),
     )
     .await?;
     let mut units: HashMap<Uuid, Vec<String>> = HashMap::new();

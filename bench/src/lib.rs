@@ -11,6 +11,8 @@
 //! - [`tunables`]: every scorer tunable by name, the table `sweep` reads.
 //! - [`corpus_eval`]: the write-and-recall path on a seeded agent-memory
 //!   corpus with known answers.
+//! - [`consolidation_eval`]: the default consolidation pass on a corpus
+//!   with known groups.
 //! - [`scale`]: speed against corpus size.
 //! - [`open_probe`]: a store `scale` built, opened and recalled from in a
 //!   process of its own (open time and resident memory).
@@ -18,6 +20,7 @@
 //! - [`speed`]: synthetic corpora in engines, for `scale` and criterion.
 
 pub mod commands;
+pub mod consolidation_eval;
 pub mod corpus_eval;
 pub mod eval;
 pub mod metrics;

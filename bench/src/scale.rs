@@ -261,7 +261,9 @@ async fn near_copies_found(
         let original = ids[row];
         let found = match engine.remember(copy).await? {
             Remembered::Deduplicated { id, .. } => id == original,
-            Remembered::Stored { similar_to, .. } => similar_to.iter().any(|s| s.id == original),
+            Remembered::Stored { similar_to, .. } | Remembered::Proposed { similar_to, .. } => {
+                similar_to.iter().any(|s| s.id == original)
+            }
         };
         let band = &mut bands[usize::from(cosine < dedup_threshold)];
         band.0 += usize::from(found);

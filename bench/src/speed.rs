@@ -4,7 +4,9 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use recall::{Config, Engine, HashEmbedder, Kind, ModelSource, NewMemory, Remembered};
+use recall::{
+    Config, Engine, HashEmbedder, Kind, ModelSource, NewMemory, ProposalPolicy, Remembered,
+};
 use recall_datasets::{SyntheticMemory, query_near, synthetic_corpus};
 use uuid::Uuid;
 
@@ -20,9 +22,13 @@ pub async fn open_engine(dir: &Path) -> recall::Result<Engine> {
 }
 
 /// The benches' engine settings in `dir`: the defaults, with the hash
-/// embedder at [`DIM`] (the benches give vectors; nothing loads a model).
+/// embedder at [`DIM`] (the benches give vectors; nothing loads a model),
+/// and no bank holding writes for review (the benches measure recall over
+/// what they wrote).
 pub fn bench_config(dir: &Path) -> Config {
-    Config::new(dir).model(ModelSource::Custom(Arc::new(HashEmbedder::new(DIM))))
+    Config::new(dir)
+        .model(ModelSource::Custom(Arc::new(HashEmbedder::new(DIM))))
+        .proposals(ProposalPolicy::direct())
 }
 
 /// The bench corpus: `n` memories over `n / 50` topics, seed 42.

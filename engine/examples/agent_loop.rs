@@ -44,6 +44,10 @@ const TASKS: [Task; 3] = [
     },
 ];
 
+/// The person's own bank, which their agent writes directly (a team's
+/// bank, `org` or `repo:*`, would hold the agent's writes for review).
+const BANK: &str = "user:ana";
+
 /// Runs the three tasks against the store in `dir`; returns the briefing the
 /// last task started with.
 pub async fn run(dir: &Path) -> Result<String, Box<dyn std::error::Error>> {
@@ -53,7 +57,7 @@ pub async fn run(dir: &Path) -> Result<String, Box<dyn std::error::Error>> {
         // 1. Before working: what do earlier sessions know about this?
         let recalled = engine
             .recall("acme", task.ask)
-            .read(["org"])
+            .read([BANK, "org"])
             .session(task.session)
             .limit(5)
             .execute()
@@ -65,10 +69,11 @@ pub async fn run(dir: &Path) -> Result<String, Box<dyn std::error::Error>> {
         // 2. What the task taught goes to memory, durable when this returns.
         if let Some((kind, lesson)) = task.lesson {
             match engine
-                .remember(NewMemory::new("acme", "org", kind, lesson).element("ExportJob"))
+                .remember(NewMemory::new("acme", BANK, kind, lesson).element("ExportJob"))
                 .await?
             {
                 Remembered::Stored { id, .. } => println!("remembered {id}"),
+                Remembered::Proposed { id, .. } => println!("proposed {id}: waits for review"),
                 Remembered::Deduplicated { id, .. } => println!("already known as {id}"),
             }
         }
@@ -80,6 +85,7 @@ pub async fn run(dir: &Path) -> Result<String, Box<dyn std::error::Error>> {
             .end_session("acme", task.session)
             .used(used)
             .outcome(format!("Done: {}", task.ask))
+            .bank(BANK)
             .element("ExportJob")
             .execute()
             .await?;

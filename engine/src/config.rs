@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use crate::clock::{Clock, SystemClock};
 use crate::memory::Kind;
+use crate::policy::ProposalPolicy;
 use crate::redact::{DefaultRedactor, Redactor};
 use crate::screen::{DefaultScreen, Screen};
 
@@ -672,6 +673,10 @@ pub struct Config {
     /// Who the audit log names for calls that take no actor (forget,
     /// supersede, confirm). Default none.
     pub actor: Option<String>,
+    /// Which banks hold an agent's writes as proposals until a person
+    /// accepts them. Default [`ProposalPolicy::default`] (`repo:*` and
+    /// `org` propose).
+    pub proposals: ProposalPolicy,
 }
 
 impl Config {
@@ -686,7 +691,15 @@ impl Config {
             redactor: Some(Arc::new(DefaultRedactor)),
             screen: Some(Arc::new(DefaultScreen)),
             actor: None,
+            proposals: ProposalPolicy::default(),
         }
+    }
+
+    /// Sets which banks hold an agent's writes as proposals
+    /// ([`ProposalPolicy::direct`]: none).
+    pub fn proposals(mut self, proposals: ProposalPolicy) -> Self {
+        self.proposals = proposals;
+        self
     }
 
     /// Sets the redactor (`None`: store text as given).

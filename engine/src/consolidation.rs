@@ -17,17 +17,30 @@
 //!    group; the episodes stay. Episodes that name no element make no
 //!    fact: on LoCoMo's turns (which name none) facts made from text alone
 //!    lowered nDCG@10 on both halves (docs/MEASUREMENTS.md, "Consolidation").
+//! 3. a newer memory that reads as a change of an older one ("no longer",
+//!    "switched to", "instead of", "now ..."; [`reads_as_change`]), of the
+//!    same bank and kind, about a shared element and in its similar band,
+//!    proposes to supersede the newest such older memory: a
+//!    [`Proposal::Supersede`], which waits in the review queue until a
+//!    person or agent accepts it ([`crate::Engine::accept`]). A value
+//!    changed three times makes a chain of two proposals.
+//!
+//! Forks and cycles cannot be auto-resolved either: a memory is superseded
+//! once, so of two proposals replacing the same memory the second to be
+//! accepted is refused and stays pending for a person to reject.
 
+mod model;
 mod pass;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::memory::{Kind, Memory};
 
+pub use model::{LanguageModel, ModelConsolidator, ModelFuture, ModelRequest};
 pub use pass::{Consolidate, Consolidation, ProposalOutcome};
 
 /// What a [`Consolidator`] is given: the tenant's active memories that
@@ -65,8 +78,9 @@ pub struct Pair {
     pub cosine: f32,
 }
 
-/// One change a [`Consolidator`] proposes.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// One change a [`Consolidator`] proposes (or a [`LanguageModel`] answers,
+/// in the same JSON).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Proposal {
     /// `copies` say what `into` says: each is superseded by `into`, and
@@ -87,7 +101,17 @@ pub enum Proposal {
         /// Its content.
         content: String,
         /// Its elements.
+        #[serde(default)]
         elements: Vec<String>,
+    },
+    /// `by` (newer, served) reads as a change of `old`: once accepted,
+    /// `old` is superseded by `by`. Never applied by the pass itself: it
+    /// waits in the review queue ([`crate::Engine::proposals`]).
+    Supersede {
+        /// The memory that would leave recall.
+        old: Uuid,
+        /// The memory that replaces it.
+        by: Uuid,
     },
     /// Nothing to do, and why (a model's answer; the default proposes
     /// nothing rather than saying so).
@@ -95,6 +119,30 @@ pub enum Proposal {
         /// Why.
         reason: String,
     },
+}
+
+impl std::fmt::Display for Proposal {
+    /// One line for a person: `fold 2 near copies into ID`, `add a fact
+    /// from 3 memories: TEXT`, `supersede ID by ID`, `nothing: WHY`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Proposal::Fold { into, copies } => {
+                write!(f, "fold {} near copies into {into}", copies.len())
+            }
+            Proposal::Add {
+                derived_from,
+                memory_kind,
+                content,
+                ..
+            } => write!(
+                f,
+                "add a {memory_kind} from {} memories: {content}",
+                derived_from.len()
+            ),
+            Proposal::Supersede { old, by } => write!(f, "supersede {old} by {by}"),
+            Proposal::Nothing { reason } => write!(f, "nothing: {reason}"),
+        }
+    }
 }
 
 impl Proposal {
@@ -105,6 +153,7 @@ impl Proposal {
                 .chain(copies.iter().copied())
                 .collect(),
             Proposal::Add { derived_from, .. } => derived_from.clone(),
+            Proposal::Supersede { old, by } => vec![*old, *by],
             Proposal::Nothing { .. } => Vec::new(),
         }
     }
@@ -128,7 +177,7 @@ pub trait Consolidator: Send + Sync {
     fn propose(&self, batch: &ConsolidationBatch) -> Vec<Proposal>;
 }
 
-/// The deterministic default (see the module's rules 1 and 2).
+/// The deterministic default (see the module's rules 1 to 3).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DefaultConsolidator {
     /// Fewest episodes that make a fact. Default 3.
@@ -210,8 +259,88 @@ impl Consolidator for DefaultConsolidator {
                 elements: central.elements.clone(),
             });
         }
+
+        // 3. A newer memory that reads as a change of an older one
+        // proposes to supersede it; a person decides.
+        let mut older: BTreeMap<Uuid, Vec<&Memory>> = BTreeMap::new();
+        for p in batch
+            .pairs
+            .iter()
+            .filter(|p| p.cosine >= batch.similar_threshold && p.cosine < batch.dedup_threshold)
+        {
+            let (Some(a), Some(b)) = (by_id.get(&p.a), by_id.get(&p.b)) else {
+                continue;
+            };
+            let (old, new) = if (a.created_at, a.id) < (b.created_at, b.id) {
+                (a, b)
+            } else {
+                (b, a)
+            };
+            if old.bank == new.bank
+                && old.kind == new.kind
+                && share_an_element(old, new)
+                && new.proposal.is_none()
+                && !folded.contains(&old.id)
+                && !folded.contains(&new.id)
+                && reads_as_change(&new.content)
+            {
+                older.entry(new.id).or_default().push(old);
+            }
+        }
+        let mut changes: Vec<(&Memory, &Memory)> = older
+            .into_iter()
+            .filter_map(|(new, olds)| {
+                let old = olds.into_iter().max_by_key(|m| (m.created_at, m.id))?;
+                Some((old, *by_id.get(&new)?))
+            })
+            .collect();
+        changes.sort_by_key(|(_, new)| (new.created_at, new.id));
+        proposals.extend(changes.into_iter().map(|(old, new)| Proposal::Supersede {
+            old: old.id,
+            by: new.id,
+        }));
         proposals
     }
+}
+
+/// Words that say a memory changes what an older one said.
+const CHANGE_CUES: &[&str] = &[
+    "no longer",
+    "not anymore",
+    "any more",
+    "anymore",
+    "switched to",
+    "switched from",
+    "instead of",
+    "changed to",
+    "moved to",
+    "replaced",
+    "replaces",
+    "now",
+    "from now on",
+    "these days",
+];
+
+/// Whether `text` reads as a change of something said before: it has one
+/// of the cue phrases ("no longer", "switched to", "instead of", "now",
+/// ...) as whole words, in any case.
+///
+/// ```
+/// use recall::reads_as_change;
+/// assert!(reads_as_change("Deploys now run at 3 pm."));
+/// assert!(reads_as_change("We switched to Postgres 16."));
+/// assert!(!reads_as_change("I know the deploy runs at noon."));
+/// ```
+pub fn reads_as_change(text: &str) -> bool {
+    let words: Vec<String> = text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    let joined = format!(" {} ", words.join(" "));
+    CHANGE_CUES
+        .iter()
+        .any(|cue| joined.contains(&format!(" {cue} ")))
 }
 
 /// Whether the pair's two memories are in the batch and `test` holds of them.

@@ -26,12 +26,12 @@ use crate::write_policy::{Guarded, PARALLEL_PREPARE_FROM, Prepared, decide, prep
 /// per data directory across tasks.
 ///
 /// ```
-/// use recall::{Config, Engine, Kind, ModelSource, NewMemory};
+/// use recall::{Config, Engine, Kind, ModelSource, NewMemory, Trust};
 /// # tokio::runtime::Runtime::new()?.block_on(async {
 /// let dir = tempfile::tempdir()?;
 /// let engine = Engine::open(Config::new(dir.path()).model(ModelSource::None)).await?;
 /// let id = engine
-///     .remember(NewMemory::new("acme", "org", Kind::Pitfall, "The billing cron job fails on leap days"))
+///     .remember(NewMemory::new("acme", "org", Kind::Pitfall, "The billing cron job fails on leap days").trust(Trust::User))
 ///     .await?
 ///     .id();
 /// let result = engine.recall("acme", "billing cron leap day").read(["org"]).execute().await?;
@@ -330,6 +330,7 @@ impl Engine {
                 prepared.guarded,
                 now,
                 &self.inner.config.write,
+                &self.inner.config.proposals,
                 self.inner.dim,
             )?
         };

@@ -63,6 +63,13 @@ pub enum Error {
     /// Storage, index or embedding failure below the engine.
     #[error(transparent)]
     Storage(#[from] IndexerError),
+    /// A language model plugged into consolidation failed, or answered
+    /// outside its schema; nothing of its answer was applied.
+    #[error("the language model: {reason}")]
+    Model {
+        /// What went wrong.
+        reason: String,
+    },
     /// A background task died.
     #[error("internal task failed: {0}")]
     Task(String),

@@ -51,6 +51,17 @@ pub(crate) enum Event {
     /// Tenant-wide: a consolidation pass looked at every memory written or
     /// confirmed before the event's time (its cursor).
     Consolidated,
+    /// A proposal: written with a memory a `propose` bank holds back
+    /// (`held`), or on a served memory a consolidation proposed should
+    /// replace `supersedes`. Waits for `Accepted` or `Rejected`.
+    Proposed {
+        held: bool,
+        supersedes: Option<Uuid>,
+    },
+    /// A person or agent accepted the memory's proposal.
+    Accepted { by: String },
+    /// A person or agent rejected the memory's proposal.
+    Rejected { by: String, reason: Option<String> },
 }
 
 /// Why an event row could not be read as an [`Event`].
@@ -85,6 +96,9 @@ mod op {
     pub const ERASED: &str = "erased";
     pub const DERIVED_FROM: &str = "derived_from";
     pub const CONSOLIDATED: &str = "consolidated";
+    pub const PROPOSED: &str = "proposed";
+    pub const ACCEPTED: &str = "accepted";
+    pub const REJECTED: &str = "rejected";
 }
 
 impl Event {
@@ -104,6 +118,9 @@ impl Event {
             Event::Erased { .. } => op::ERASED,
             Event::DerivedFrom(_) => op::DERIVED_FROM,
             Event::Consolidated => op::CONSOLIDATED,
+            Event::Proposed { .. } => op::PROPOSED,
+            Event::Accepted { .. } => op::ACCEPTED,
+            Event::Rejected { .. } => op::REJECTED,
         }
     }
 
@@ -118,7 +135,18 @@ impl Event {
             Event::Drift { element } => Some(element.clone()),
             Event::Redacted(counts) => Some(encode_counts(counts)),
             Event::Quarantined { rule, trust } => Some(format!("{rule}|{}", trust.as_str())),
-            Event::Released { by } => Some(by.clone()),
+            Event::Released { by } | Event::Accepted { by } => Some(by.clone()),
+            // `held` or `served`, then the superseded id after a `|`.
+            Event::Proposed { held, supersedes } => Some(format!(
+                "{}{}",
+                if *held { "held" } else { "served" },
+                supersedes.map(|id| format!("|{id}")).unwrap_or_default()
+            )),
+            // Who, then why after a line break (an actor is one line).
+            Event::Rejected { by, reason } => Some(match reason {
+                Some(reason) => format!("{by}\n{reason}"),
+                None => by.clone(),
+            }),
             Event::Erased { memories } => Some(memories.to_string()),
             Event::DerivedFrom(ids) => Some(
                 ids.iter()
@@ -197,6 +225,34 @@ impl Event {
                     })?,
             ),
             op::CONSOLIDATED => Event::Consolidated,
+            op::PROPOSED => {
+                let bad = || EventDecodeError::BadArg { op: op::PROPOSED };
+                let text = need(op::PROPOSED)?;
+                let (mode, supersedes) = match text.split_once('|') {
+                    Some((mode, id)) => (mode, Some(Uuid::parse_str(id).map_err(|_| bad())?)),
+                    None => (text, None),
+                };
+                let held = match mode {
+                    "held" => true,
+                    "served" => false,
+                    _ => return Err(bad()),
+                };
+                Event::Proposed { held, supersedes }
+            }
+            op::ACCEPTED => Event::Accepted {
+                by: need(op::ACCEPTED)?.to_string(),
+            },
+            op::REJECTED => {
+                let text = need(op::REJECTED)?;
+                let (by, reason) = match text.split_once('\n') {
+                    Some((by, reason)) => (by, Some(reason.to_string())),
+                    None => (text, None),
+                };
+                Event::Rejected {
+                    by: by.to_string(),
+                    reason,
+                }
+            }
             other => return Err(EventDecodeError::UnknownOp(other.to_string())),
         })
     }
@@ -255,6 +311,15 @@ mod tests {
             proptest::collection::vec(any::<u128>(), 1..5)
                 .prop_map(|ns| Event::DerivedFrom(ns.into_iter().map(Uuid::from_u128).collect())),
             Just(Event::Consolidated),
+            (any::<bool>(), proptest::option::of(any::<u128>())).prop_map(|(held, id)| {
+                Event::Proposed {
+                    held,
+                    supersedes: id.map(Uuid::from_u128),
+                }
+            }),
+            word().prop_map(|by| Event::Accepted { by }),
+            (word(), proptest::option::of("[a-z ,.\n]{0,40}"))
+                .prop_map(|(by, reason)| Event::Rejected { by, reason }),
         ]
     }
 

@@ -27,16 +27,16 @@
 //! tantivy, embeddings are all-MiniLM-L6-v2 run locally (see `recall-indexer`).
 //!
 //! ```
-//! use recall::{Config, Engine, Kind, ModelSource, NewMemory, Remembered};
+//! use recall::{Config, Engine, Kind, ModelSource, NewMemory, Remembered, Trust};
 //! # tokio::runtime::Runtime::new()?.block_on(async {
 //! let dir = tempfile::tempdir()?;
 //! let engine = Engine::open(Config::new(dir.path()).model(ModelSource::None)).await?;
 //! let first = engine
-//!     .remember(NewMemory::new("acme", "repo:api", Kind::Pitfall, "The gateway strips headers over 8 KB").element("ApiGateway"))
+//!     .remember(NewMemory::new("acme", "repo:api", Kind::Pitfall, "The gateway strips headers over 8 KB").trust(Trust::User).element("ApiGateway"))
 //!     .await?;
 //! // The same text again confirms the first memory instead of storing a copy.
 //! let again = engine
-//!     .remember(NewMemory::new("acme", "repo:api", Kind::Pitfall, "the gateway strips headers over 8 KB!"))
+//!     .remember(NewMemory::new("acme", "repo:api", Kind::Pitfall, "the gateway strips headers over 8 KB!").trust(Trust::User))
 //!     .await?;
 //! assert!(matches!(again, Remembered::Deduplicated { id, .. } if id == first.id()));
 //! let result = engine.recall("acme", "gateway headers").read(["repo:api"]).execute().await?;
@@ -67,6 +67,7 @@ mod links;
 mod memory;
 mod model;
 mod policy;
+mod proposals;
 mod rank;
 mod recall_path;
 mod redact;
@@ -87,8 +88,9 @@ pub use config::{
     QuestionEvidence, ScoringConfig, WriteConfig,
 };
 pub use consolidation::{
-    Consolidate, Consolidation, ConsolidationBatch, Consolidator, DefaultConsolidator, Pair,
-    Proposal, ProposalOutcome,
+    Consolidate, Consolidation, ConsolidationBatch, Consolidator, DefaultConsolidator,
+    LanguageModel, ModelConsolidator, ModelFuture, ModelRequest, Pair, Proposal, ProposalOutcome,
+    reads_as_change,
 };
 pub use engine::{Engine, Status};
 pub use erasure::{EraseScope, Erased};
@@ -97,9 +99,12 @@ pub use footprint::MemoryUse;
 pub use import::{IMPORT_BATCH, parse_import_line};
 pub use lifecycle::{Cited, EndSession, SessionEnded};
 pub use links::parse_links;
-pub use memory::{Kind, Link, Memory, NewMemory, Remembered, Similar, Source, Trust};
+pub use memory::{
+    Kind, Link, Memory, NewMemory, ProposalStatus, Proposed, Remembered, Similar, Source, Trust,
+};
 pub use model::{MODEL_DIR_VAR, default_model_dirs, find_model_dir};
-pub use policy::ReadPolicy;
+pub use policy::{BankMode, ProposalPolicy, ReadPolicy};
+pub use proposals::PendingProposal;
 pub use rank::{Hit, RecallResult};
 pub use recall_path::RecallBuilder;
 pub use redact::{DefaultRedactor, Redaction, Redactor};

@@ -19,11 +19,11 @@ use crate::validate;
 /// by [`Engine::end_session`].
 ///
 /// ```
-/// # use recall::{Config, Engine, Kind, ModelSource, NewMemory};
+/// # use recall::{Config, Engine, Kind, ModelSource, NewMemory, Trust};
 /// # tokio::runtime::Runtime::new()?.block_on(async {
 /// # let dir = tempfile::tempdir()?;
 /// # let engine = Engine::open(Config::new(dir.path()).model(ModelSource::None)).await?;
-/// let id = engine.remember(NewMemory::new("acme", "org", Kind::Pitfall, "Cache keys must include the locale")).await?.id();
+/// let id = engine.remember(NewMemory::new("acme", "org", Kind::Pitfall, "Cache keys must include the locale").trust(Trust::User)).await?.id();
 /// engine.recall("acme", "cache keys locale").read(["org"]).session("s1").execute().await?;
 /// let ended = engine.end_session("acme", "s1").used([id]).outcome("Fixed the cache key bug").element("Cache").execute().await?;
 /// assert_eq!(ended.cited, vec![id]);
@@ -188,11 +188,11 @@ impl Engine {
     /// and nothing is recorded.
     ///
     /// ```
-    /// # use recall::{Config, Engine, Kind, ModelSource, NewMemory};
+    /// # use recall::{Config, Engine, Kind, ModelSource, NewMemory, Trust};
     /// # tokio::runtime::Runtime::new()?.block_on(async {
     /// # let dir = tempfile::tempdir()?;
     /// # let engine = Engine::open(Config::new(dir.path()).model(ModelSource::None)).await?;
-    /// let id = engine.remember(NewMemory::new("acme", "org", Kind::Fact, "Deploys freeze on Fridays")).await?.id();
+    /// let id = engine.remember(NewMemory::new("acme", "org", Kind::Fact, "Deploys freeze on Fridays").trust(Trust::User)).await?.id();
     /// engine.recall("acme", "deploys fridays").read(["org"]).session("s1").execute().await?;
     /// let cited = engine.mark_used("acme", "s1", &[id]).await?;
     /// assert_eq!(cited.cited, vec![id]);
@@ -228,11 +228,11 @@ impl Engine {
     /// until confirmed (§6). Returns the memories now flagged. Drift never hides.
     ///
     /// ```
-    /// # use recall::{Config, Engine, Kind, ModelSource, NewMemory};
+    /// # use recall::{Config, Engine, Kind, ModelSource, NewMemory, Trust};
     /// # tokio::runtime::Runtime::new()?.block_on(async {
     /// # let dir = tempfile::tempdir()?;
     /// # let engine = Engine::open(Config::new(dir.path()).model(ModelSource::None)).await?;
-    /// let id = engine.remember(NewMemory::new("acme", "org", Kind::Fact, "Auth tokens live 1 hour").element("AuthService")).await?.id();
+    /// let id = engine.remember(NewMemory::new("acme", "org", Kind::Fact, "Auth tokens live 1 hour").trust(Trust::User).element("AuthService")).await?.id();
     /// let changed_at = chrono::Utc::now() + chrono::Duration::seconds(1);
     /// let flagged = engine.mark_drift("acme", "AuthService", Some(changed_at)).await?;
     /// assert_eq!(flagged, vec![id]);

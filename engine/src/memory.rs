@@ -142,6 +142,58 @@ pub struct Memory {
     /// The memories it was made from (a consolidation's fact), kept as
     /// provenance; empty for a memory written as it is.
     pub derived_from: Vec<Uuid>,
+    /// Set when it was written as a proposal (a write into a bank that
+    /// holds an agent's writes for review, [`crate::ProposalPolicy`]) or a
+    /// consolidation proposed that it replace another: what it proposes
+    /// and what became of it.
+    pub proposal: Option<Proposed>,
+}
+
+/// A proposal carried by a memory ([`Memory::proposal`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Proposed {
+    /// Held from recall until accepted: a write into a `propose` bank. A
+    /// proposal that is not held is a served memory a consolidation
+    /// proposed should replace `supersedes`.
+    pub held: bool,
+    /// The memory it replaces once accepted.
+    pub supersedes: Option<Uuid>,
+    /// Pending, accepted or rejected (`status`, and `by` and `reason` once
+    /// decided, in JSON).
+    #[serde(flatten)]
+    pub status: ProposalStatus,
+}
+
+/// Where a proposal stands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum ProposalStatus {
+    /// Waiting for [`crate::Engine::accept`] or [`crate::Engine::reject`].
+    Pending,
+    /// Accepted by `by`: applied through the write path.
+    Accepted {
+        /// Who accepted it.
+        by: String,
+    },
+    /// Rejected by `by`: a held proposal is never served.
+    Rejected {
+        /// Who rejected it.
+        by: String,
+        /// Why, if they said.
+        reason: Option<String>,
+    },
+}
+
+impl Proposed {
+    /// Whether it waits for a decision.
+    pub fn is_pending(&self) -> bool {
+        self.status == ProposalStatus::Pending
+    }
+
+    /// Whether it keeps its memory out of recall: held and not accepted.
+    pub fn holds_back(&self) -> bool {
+        self.held && !matches!(self.status, ProposalStatus::Accepted { .. })
+    }
 }
 
 /// A `[[Title]]` reference.
@@ -154,9 +206,11 @@ pub struct Link {
 }
 
 impl Memory {
-    /// Neither forgotten nor superseded.
+    /// Neither forgotten nor superseded, nor a proposal held for review.
     pub fn is_active(&self) -> bool {
-        !self.forgotten && self.superseded_by.is_none()
+        !self.forgotten
+            && self.superseded_by.is_none()
+            && !self.proposal.as_ref().is_some_and(Proposed::holds_back)
     }
 }
 
@@ -372,8 +426,25 @@ pub enum Remembered {
         /// `quarantined` and not served until [`crate::Engine::release`].
         quarantined: Option<String>,
     },
+    /// Stored as a proposal: the bank holds an agent's writes for review
+    /// ([`crate::ProposalPolicy`]), so it is not served until
+    /// [`crate::Engine::accept`]. Accepting it applies `supersedes`.
+    Proposed {
+        /// The proposal's id (a memory, held back).
+        id: Uuid,
+        /// The memory it replaces once accepted.
+        supersedes: Option<Uuid>,
+        /// Near memories (as [`Remembered::Stored`]'s).
+        similar_to: Vec<Similar>,
+        /// What redaction replaced.
+        redactions: BTreeMap<String, u32>,
+        /// The screening rule that quarantined it, if one did: it stays
+        /// held back after acceptance until [`crate::Engine::release`].
+        quarantined: Option<String>,
+    },
     /// A near-copy (cosine ≥ 0.94, or equal normalized text without vectors)
-    /// of an existing memory, which was confirmed instead.
+    /// of an existing memory, which was confirmed instead. A proposal that
+    /// copies a pending proposal confirms that one.
     Deduplicated {
         /// The existing memory.
         id: Uuid,
@@ -386,7 +457,9 @@ impl Remembered {
     /// The id of the memory that now holds the knowledge.
     pub fn id(&self) -> Uuid {
         match self {
-            Remembered::Stored { id, .. } | Remembered::Deduplicated { id, .. } => *id,
+            Remembered::Stored { id, .. }
+            | Remembered::Proposed { id, .. }
+            | Remembered::Deduplicated { id, .. } => *id,
         }
     }
 }

@@ -1,4 +1,6 @@
-//! Read policies (§7): which banks of a tenant a caller may read.
+//! Bank policies (§7): which banks of a tenant a caller may read
+//! ([`ReadPolicy`]), and which take an agent's write directly and which
+//! hold it as a proposal until a person accepts it ([`ProposalPolicy`]).
 //!
 //! Reading is one-directional and explicit: a personal profile reads its own
 //! `user:<id>` bank and the shared `org` bank; an org profile reads `org`
@@ -6,6 +8,9 @@
 //! policy that carries that session (and only until the session ends).
 
 use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::memory::Trust;
 
 /// The banks a caller may read in one tenant, and the session it is in.
 ///
@@ -83,5 +88,120 @@ impl ReadPolicy {
                 && self.banks.iter().any(|b| b == bank);
         }
         self.banks.iter().any(|b| b == bank)
+    }
+}
+
+/// How a bank takes a write ([`ProposalPolicy`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BankMode {
+    /// Stored and served at once.
+    Direct,
+    /// Stored durably as a proposal (redacted, screened, audited like any
+    /// write) and served only once accepted ([`crate::Engine::accept`]).
+    Propose,
+}
+
+/// Which banks take an agent's writes directly and which hold them as
+/// proposals, like a pull request against what a whole team reads: rules
+/// of a bank name or a prefix ending in `*`, the first match deciding. A
+/// bank no rule matches is direct; a write with [`Trust::User`] (a person
+/// wrote it) is always direct.
+///
+/// The default: `session:*` and `user:*` direct, `repo:*`, `org` and
+/// `org:*` propose.
+///
+/// ```
+/// use recall::{BankMode, ProposalPolicy, Trust};
+/// let policy = ProposalPolicy::default();
+/// assert_eq!(policy.mode("repo:api", Trust::Agent), BankMode::Propose);
+/// assert_eq!(policy.mode("repo:api", Trust::User), BankMode::Direct);
+/// assert_eq!(policy.mode("session:s-1", Trust::Agent), BankMode::Direct);
+/// let open = ProposalPolicy::direct().rule("org", BankMode::Propose)?;
+/// assert_eq!(open.mode("repo:api", Trust::Agent), BankMode::Direct);
+/// assert_eq!(open.mode("org", Trust::External), BankMode::Propose);
+/// # Ok::<(), recall::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProposalPolicy {
+    rules: Vec<(String, BankMode)>,
+}
+
+impl Default for ProposalPolicy {
+    fn default() -> Self {
+        ProposalPolicy {
+            rules: [
+                ("session:*", BankMode::Direct),
+                ("user:*", BankMode::Direct),
+                ("repo:*", BankMode::Propose),
+                ("org", BankMode::Propose),
+                ("org:*", BankMode::Propose),
+            ]
+            .into_iter()
+            .map(|(p, m)| (p.to_string(), m))
+            .collect(),
+        }
+    }
+}
+
+impl ProposalPolicy {
+    /// Every bank direct: no write waits for review.
+    pub fn direct() -> ProposalPolicy {
+        ProposalPolicy { rules: Vec::new() }
+    }
+
+    /// Adds a rule ahead of the others: `pattern` is a bank name, or a
+    /// prefix followed by `*`. A pattern that no bank name could match is
+    /// an [`Error::Invalid`].
+    pub fn rule(mut self, pattern: impl Into<String>, mode: BankMode) -> Result<ProposalPolicy> {
+        let pattern = pattern.into();
+        if pattern != "*" {
+            // `repo:*` checks `repo`: a prefix may end in the separator.
+            let name = pattern.strip_suffix('*').unwrap_or(&pattern);
+            crate::validate::scope_name("bank pattern", name.trim_end_matches(':'))?;
+        }
+        self.rules.insert(0, (pattern, mode));
+        Ok(self)
+    }
+
+    /// Reads a rule written `PATTERN=direct` or `PATTERN=propose` (the
+    /// CLI's and the MCP server's `--bank-mode`) and adds it ahead of the
+    /// others.
+    ///
+    /// ```
+    /// use recall::{BankMode, ProposalPolicy, Trust};
+    /// let policy = ProposalPolicy::default().parse_rule("repo:scratch=direct")?;
+    /// assert_eq!(policy.mode("repo:scratch", Trust::Agent), BankMode::Direct);
+    /// assert!(ProposalPolicy::default().parse_rule("repo:*").is_err());
+    /// # Ok::<(), recall::Error>(())
+    /// ```
+    pub fn parse_rule(self, text: &str) -> Result<ProposalPolicy> {
+        let bad = || {
+            Error::invalid(
+                "bank mode",
+                format!("`{text}` is not PATTERN=direct or PATTERN=propose"),
+            )
+        };
+        let (pattern, mode) = text.split_once('=').ok_or_else(bad)?;
+        let mode = match mode.trim() {
+            "direct" => BankMode::Direct,
+            "propose" => BankMode::Propose,
+            _ => return Err(bad()),
+        };
+        self.rule(pattern.trim(), mode)
+    }
+
+    /// How `bank` takes a write of `trust`.
+    pub fn mode(&self, bank: &str, trust: Trust) -> BankMode {
+        if trust == Trust::User {
+            return BankMode::Direct;
+        }
+        self.rules
+            .iter()
+            .find(|(pattern, _)| match pattern.strip_suffix('*') {
+                Some(prefix) => bank.starts_with(prefix),
+                None => bank == pattern,
+            })
+            .map_or(BankMode::Direct, |(_, mode)| *mode)
     }
 }

@@ -20,11 +20,11 @@ use crate::validate;
 /// A recall, configured with setters and run by [`RecallBuilder::execute`].
 ///
 /// ```
-/// # use recall::{Config, Engine, Kind, ModelSource, NewMemory};
+/// # use recall::{Config, Engine, Kind, ModelSource, NewMemory, Trust};
 /// # tokio::runtime::Runtime::new()?.block_on(async {
 /// # let dir = tempfile::tempdir()?;
 /// # let engine = Engine::open(Config::new(dir.path()).model(ModelSource::None)).await?;
-/// engine.remember(NewMemory::new("acme", "org", Kind::Convention, "Migrations are reviewed by two people")).await?;
+/// engine.remember(NewMemory::new("acme", "org", Kind::Convention, "Migrations are reviewed by two people").trust(Trust::User)).await?;
 /// let result = engine
 ///     .recall("acme", "who reviews migrations")
 ///     .read(["org", "user:alice"])

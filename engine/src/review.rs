@@ -57,6 +57,9 @@ pub struct ReviewQueue {
     pub session_ended: Vec<Memory>,
     /// Similar but neither supersedes the other.
     pub similar: Vec<SimilarPair>,
+    /// Pending proposals ([`Engine::proposals`]): writes a bank holds for
+    /// review and supersessions a consolidation proposed.
+    pub proposals: Vec<crate::PendingProposal>,
 }
 
 /// One element of the knowledge map.
@@ -110,11 +113,15 @@ impl Engine {
     fn queue_now(&self, tenant: &str) -> Result<ReviewQueue> {
         let config = &self.config().scoring;
         let now = to_ms(self.config().clock.now());
+        let proposals = self.proposals_now(tenant)?;
         let state = self.read_state()?;
         let Some(t) = state.tenant(tenant) else {
             return Ok(ReviewQueue::default());
         };
-        let mut queue = ReviewQueue::default();
+        let mut queue = ReviewQueue {
+            proposals,
+            ..ReviewQueue::default()
+        };
         for (i, m) in t.memories.iter().enumerate() {
             if !m.is_active() {
                 continue;

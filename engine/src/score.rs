@@ -52,12 +52,12 @@ const DAY_MS: f64 = 86_400_000.0;
 /// ```
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
 /// use std::sync::Arc;
-/// use recall::{Config, Engine, HashEmbedder, Kind, ModelSource, NewMemory};
+/// use recall::{Config, Engine, HashEmbedder, Kind, ModelSource, NewMemory, Trust};
 /// let dir = tempfile::tempdir().unwrap();
 /// let engine = Engine::open(
 ///     Config::new(dir.path()).model(ModelSource::Custom(Arc::new(HashEmbedder::new(64)))),
 /// ).await.unwrap();
-/// engine.remember(NewMemory::new("acme", "org", Kind::Pitfall, "The gateway drops idle sockets after 60 s."))
+/// engine.remember(NewMemory::new("acme", "org", Kind::Pitfall, "The gateway drops idle sockets after 60 s.").trust(Trust::User))
 ///     .await.unwrap();
 /// let found = engine.recall("acme", "gateway idle sockets").read(["org"]).execute().await.unwrap();
 /// let b = &found.hits[0].breakdown;

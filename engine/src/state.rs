@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 use crate::event::{Event, EventDecodeError};
 use crate::links::parse_links;
-use crate::memory::{Kind, Link, Memory, Source, Trust};
+use crate::memory::{Kind, Link, Memory, ProposalStatus, Proposed, Source, Trust};
 use crate::score::PartCosines;
 use crate::sentences::sentences;
 
@@ -98,11 +98,25 @@ pub(crate) struct MemoryState {
     /// The memories it was made from ([`crate::NewMemory::derived_from`]);
     /// boxed, as nearly every memory has none.
     pub(crate) derived_from: Option<Box<[Uuid]>>,
+    /// What it proposes, when it is a proposal ([`Proposed`]); boxed, as
+    /// nearly every memory is none.
+    pub(crate) proposal: Option<Box<Proposed>>,
 }
 
 impl MemoryState {
+    /// Neither forgotten nor superseded, nor a proposal held for review.
     pub(crate) fn is_active(&self) -> bool {
-        !self.forgotten && self.superseded_by.is_none()
+        !self.forgotten && self.superseded_by.is_none() && !self.held_back()
+    }
+
+    /// A proposal held from recall until it is accepted.
+    pub(crate) fn held_back(&self) -> bool {
+        self.proposal.as_deref().is_some_and(Proposed::holds_back)
+    }
+
+    /// A proposal that waits for a decision.
+    pub(crate) fn pending(&self) -> Option<&Proposed> {
+        self.proposal.as_deref().filter(|p| p.is_pending())
     }
 
     pub(crate) fn impressions(&self) -> u32 {
@@ -416,11 +430,33 @@ impl TenantState {
             redactions: m.screening.redactions().cloned().unwrap_or_default(),
             quarantine_rule: m.screening.quarantine().map(|(rule, _)| rule.to_string()),
             derived_from: m.derived_from.as_deref().unwrap_or_default().to_vec(),
+            proposal: m.proposal.as_deref().cloned(),
         }
     }
 
     pub(crate) fn view_of(&self, id: &Uuid) -> Option<Memory> {
         self.by_id.get(id).map(|i| self.view(*i))
+    }
+
+    /// Applies an accepted proposal: a held memory is served from now on
+    /// (and takes its title, if no active memory holds it), and records
+    /// what it supersedes (the `superseded_by` event on the older memory,
+    /// written before this one, took that out of recall).
+    fn accepted(&mut self, index: usize, by: String) {
+        let m = &mut self.memories[index];
+        let Some(p) = m.proposal.as_deref_mut() else {
+            return;
+        };
+        p.status = ProposalStatus::Accepted { by };
+        if let Some(old) = p.supersedes {
+            m.row.supersedes = Some(old);
+        }
+        if m.is_active() {
+            self.meta[index].active = true;
+            if let Some(title) = &self.memories[index].row.title {
+                self.titles.entry(title.clone()).or_insert(index);
+            }
+        }
     }
 
     fn deactivate(&mut self, index: usize) {
@@ -582,7 +618,9 @@ impl State {
         }
         let sentence_rows = first_sentence..tenant.sentences.len();
         if let Some(title) = &row.title {
-            tenant.titles.insert(title.clone(), index);
+            // A held proposal may carry the title of the memory it would
+            // replace; that memory keeps it until the proposal is accepted.
+            tenant.titles.entry(title.clone()).or_insert(index);
         }
         if vector_row.is_none() {
             tenant.without_vector += 1;
@@ -640,6 +678,7 @@ impl State {
             sentence_rows,
             screening: Screening::default(),
             derived_from: None,
+            proposal: None,
         });
     }
 
@@ -746,6 +785,22 @@ impl State {
             }
             Event::DerivedFrom(ids) => {
                 tenant.memories[index].derived_from = Some(ids.into_boxed_slice());
+            }
+            Event::Proposed { held, supersedes } => {
+                tenant.memories[index].proposal = Some(Box::new(Proposed {
+                    held,
+                    supersedes,
+                    status: ProposalStatus::Pending,
+                }));
+                if held {
+                    tenant.deactivate(index);
+                }
+            }
+            Event::Accepted { by } => tenant.accepted(index, by),
+            Event::Rejected { by, reason } => {
+                if let Some(p) = tenant.memories[index].proposal.as_deref_mut() {
+                    p.status = ProposalStatus::Rejected { by, reason };
+                }
             }
             Event::Drift { .. }
             | Event::SessionEnd { .. }

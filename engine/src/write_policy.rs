@@ -17,6 +17,7 @@ use crate::config::{Band, Config, WriteConfig};
 use crate::error::{Error, Result};
 use crate::event::{Event, encode_counts};
 use crate::memory::{NewMemory, Remembered, Similar, Source, Trust};
+use crate::policy::{BankMode, ProposalPolicy};
 use crate::screen::ScreenMatch;
 use crate::state::{State, TenantState, to_ms};
 use crate::validate;
@@ -108,23 +109,37 @@ fn validate_new(config: &Config, dim: usize, m: &mut NewMemory) -> Result<()> {
     Ok(())
 }
 
-/// The write policy: supersession, title uniqueness, dedup and the similar band.
+/// The write policy: supersession, title uniqueness, dedup, the similar
+/// band, and whether the bank holds the write as a proposal.
+///
+/// A proposal ([`BankMode::Propose`]) is decided like any write, except
+/// that what it supersedes is applied only when it is accepted, and that
+/// a proposal copying a pending proposal confirms that one (an agent
+/// proposing the same lesson twice makes one proposal). A proposal that
+/// copies a served memory confirms it, as any write does: the text the
+/// bank serves does not change.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn decide(
     state: &State,
     items: Vec<NewMemory>,
     mut guarded: Vec<Guarded>,
     now: chrono::DateTime<chrono::Utc>,
     write: &WriteConfig,
+    proposals: &ProposalPolicy,
     dim: usize,
 ) -> Result<Decided> {
     let folded: Vec<String> = guarded
         .iter_mut()
         .map(|g| std::mem::take(&mut g.folded))
         .collect();
+    let proposing: Vec<bool> = items
+        .iter()
+        .map(|m| proposals.mode(&m.bank, m.trust) == BankMode::Propose)
+        .collect();
     // Neighbours already in the store, and near copies among the
     // batch's own items (one matrix product, on one thread), side by side.
     let ((store_near, mut placements), batch_near) = rayon::join(
-        || near_in_store(state, &items, &folded, write),
+        || near_in_store(state, &items, &folded, &proposing, write),
         || batch_neighbours(&items, &folded, write.similar_threshold, dim),
     );
     let mut records = Vec::with_capacity(items.len());
@@ -182,8 +197,12 @@ pub(crate) fn decide(
                 ));
             }
         }
+        let proposal = proposing[index];
         for (earlier, cos) in &batch_near[index] {
-            if let Some((id, title)) = &stored[*earlier] {
+            // A served write does not confirm a proposal of the batch.
+            if let Some((id, title)) = &stored[*earlier]
+                && (proposal || !proposing[*earlier])
+            {
                 near.push((*id, title.clone(), *cos));
             }
         }
@@ -248,7 +267,8 @@ pub(crate) fn decide(
             observed_at_ms: to_ms(observed),
             created_at_ms: to_ms(now),
             expires_at_ms: item.expires_at.map(to_ms),
-            supersedes: superseded.map(|s| s.id.to_string()),
+            // A proposal supersedes when it is accepted (`Event::Proposed`).
+            supersedes: superseded.filter(|_| !proposal).map(|s| s.id.to_string()),
             vector: item.vector.take(),
             sentences: std::mem::take(&mut guard.sentences),
         }));
@@ -271,7 +291,18 @@ pub(crate) fn decide(
             records.push(event.record(&item.tenant, Some(id), now_ms));
             record_placements.push(None);
         }
+        if proposal {
+            let event = Event::Proposed {
+                held: true,
+                supersedes: superseded.map(|s| s.id),
+            };
+            records.push(event.record(&item.tenant, Some(id), now_ms));
+            record_placements.push(None);
+        }
         let mut detail = Vec::new();
+        if proposal {
+            detail.push("proposed: held from recall until accepted".to_string());
+        }
         if !guard.redactions.is_empty() {
             detail.push(format!("redacted {}", encode_counts(&guard.redactions)));
         }
@@ -295,7 +326,7 @@ pub(crate) fn decide(
                 .content_sha256(guard.content_sha256)
                 .detail((!detail.is_empty()).then(|| detail.join("; "))),
         );
-        if let Some(old) = superseded {
+        if let Some(old) = superseded.filter(|_| !proposal) {
             audit.push(
                 AuditEntry::new(now_ms, &item.tenant, AuditOp::Supersede)
                     .id(old.id.to_string())
@@ -304,11 +335,21 @@ pub(crate) fn decide(
             );
         }
         stored[index] = Some((id, item.title));
-        outcomes.push(Remembered::Stored {
-            id,
-            similar_to,
-            redactions: guard.redactions,
-            quarantined: guard.quarantined.map(|q| q.rule),
+        outcomes.push(if proposal {
+            Remembered::Proposed {
+                id,
+                supersedes: superseded.map(|s| s.id),
+                similar_to,
+                redactions: guard.redactions,
+                quarantined: guard.quarantined.map(|q| q.rule),
+            }
+        } else {
+            Remembered::Stored {
+                id,
+                similar_to,
+                redactions: guard.redactions,
+                quarantined: guard.quarantined.map(|q| q.rule),
+            }
         });
     }
     Ok(Decided {
@@ -408,11 +449,13 @@ where
 /// The write path's search of the store: for each item, the active
 /// memories of its tenant and bank closest to it, by vector
 /// ([`near_copies`]), and by folded text for memories without vectors.
+/// A proposal (`proposing[i]`) also finds the bank's pending proposals.
 #[allow(clippy::type_complexity)]
 fn near_in_store(
     state: &State,
     items: &[NewMemory],
     folded: &[String],
+    proposing: &[bool],
     write: &WriteConfig,
 ) -> (
     Vec<Vec<(Uuid, Option<String>, f32)>>,
@@ -433,9 +476,10 @@ fn near_in_store(
             .iter()
             .filter_map(|i| t.bank_id(&items[*i].bank).map(|bank| (*i, bank)))
             .collect();
-        let same_scope = |i: usize, bank: u32| {
+        let same_scope = |i: usize, bank: u32, proposal: bool| {
             let meta = &t.meta[i];
-            meta.bank_id == bank && meta.active
+            meta.bank_id == bank
+                && (meta.active || (proposal && t.memories[i].pending().is_some_and(|p| p.held)))
         };
         let with_vector: Vec<(usize, u32, &[f32])> = scoped
             .iter()
@@ -443,7 +487,8 @@ fn near_in_store(
             .collect();
         let queries: Vec<&[f32]> = with_vector.iter().map(|(_, _, v)| *v).collect();
         let found = near_copies(t, &queries, write, |q, owner| {
-            same_scope(owner, with_vector[q].1)
+            let (i, bank, _) = with_vector[q];
+            same_scope(owner, bank, proposing[i])
         });
         for ((i, _, _), (hits, placement)) in with_vector.iter().zip(found) {
             placements[*i] = placement;
@@ -464,7 +509,7 @@ fn near_in_store(
                     .enumerate()
                     .filter(|(m, memory)| {
                         (vectorless || memory.vector_row.is_none())
-                            && same_scope(*m, bank)
+                            && same_scope(*m, bank, proposing[i])
                             && memory.folded_hash == hash
                             && validate::normalized_text(&memory.row.content) == folded[i]
                     })

@@ -26,8 +26,10 @@ fn json(out: &Output) -> serde_json::Value {
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}", text(&out.stdout)))
 }
 
+/// An import line a person wrote (the `org` bank holds an agent's writes for review).
 fn line(content: &str) -> String {
-    serde_json::json!({"bank": "org", "kind": "note", "content": content}).to_string()
+    serde_json::json!({"bank": "org", "kind": "note", "content": content, "trust": "user"})
+        .to_string()
 }
 
 #[test]
@@ -46,6 +48,8 @@ fn remember_recall_and_status_through_the_binary() {
             "pitfall",
             "--title",
             "Friday deploys",
+            "--trust",
+            "user",
             "Never deploy the billing service on a Friday afternoon.",
         ],
     );
@@ -147,6 +151,71 @@ fn remember_recall_and_status_through_the_binary() {
         assert!(out.status.success(), "{}", text(&out.stderr));
         assert_eq!(json(&out)["looked_at"].as_u64(), Some(looked_at));
     }
+}
+
+/// An agent's write into `org` is a proposal: listed by `recall
+/// proposals`, not recalled until `recall accept`; `--bank-mode` makes the
+/// bank direct.
+#[test]
+fn a_proposal_is_listed_accepted_and_then_recalled() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path();
+    let remember = |extra: &[&str], content: &str| {
+        let mut args = vec!["--json"];
+        args.extend_from_slice(extra);
+        args.extend([
+            "remember", "--tenant", "acme", "--bank", "org", "--kind", "pitfall", content,
+        ]);
+        let out = recall(data, &args);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        json(&out)
+    };
+    let hits = |query: &str| {
+        let out = recall(
+            data,
+            &[
+                "--json", "recall", "--tenant", "acme", "--read", "org", query,
+            ],
+        );
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        json(&out)["hits"].as_array().unwrap().len()
+    };
+    let proposed = remember(&[], "The billing cron breaks on leap days.");
+    assert_eq!(proposed["outcome"], "proposed", "{proposed}");
+    let id = proposed["id"].as_str().unwrap().to_string();
+    assert_eq!(hits("leap day billing"), 0);
+
+    let out = recall(data, &["--json", "proposals", "--tenant", "acme"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let pending = json(&out);
+    assert_eq!(pending.as_array().map(Vec::len), Some(1), "{pending}");
+    assert_eq!(pending[0]["memory"]["id"], id.as_str());
+
+    let out = recall(
+        data,
+        &[
+            "--json", "accept", "--tenant", "acme", &id, "--actor", "ann",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(json(&out)["proposal"]["status"], "accepted");
+    assert_eq!(hits("leap day billing"), 1);
+    // Accepting twice is a clear error.
+    let out = recall(data, &["accept", "--tenant", "acme", &id]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("not a pending proposal"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let direct = remember(
+        &["--bank-mode", "org=direct"],
+        "Invoices are cut at midnight UTC.",
+    );
+    assert_eq!(direct["outcome"], "stored", "{direct}");
+    let out = recall(data, &["--bank-mode", "org", "status"]);
+    assert!(!out.status.success(), "a rule without a mode is refused");
 }
 
 /// A call that fails stops the import; the calls before it are written, the

@@ -25,10 +25,18 @@ mod injected;
 mod lifecycle;
 #[path = "engine/properties.rs"]
 mod properties;
+#[path = "engine/proposals.rs"]
+mod proposals;
 #[path = "engine/safety.rs"]
 mod safety;
 #[path = "engine/stress.rs"]
 mod stress;
+
+/// A store of a team's served memory: no bank holds the tests' agent
+/// writes for review (`engine/proposals.rs` tests the default policy).
+fn config(dir: impl Into<std::path::PathBuf>) -> Config {
+    Config::new(dir).proposals(recall::ProposalPolicy::direct())
+}
 
 fn model() -> ModelSource {
     static MODEL: OnceLock<Arc<FastEmbedder>> = OnceLock::new();
@@ -42,12 +50,12 @@ fn model() -> ModelSource {
 }
 
 async fn open(dir: &std::path::Path) -> Engine {
-    Engine::open(Config::new(dir).model(model())).await.unwrap()
+    Engine::open(config(dir).model(model())).await.unwrap()
 }
 
 /// An engine on the real model whose clock the test holds.
 async fn open_at(dir: &std::path::Path, clock: Arc<FixedClock>) -> Engine {
-    Engine::open(Config::new(dir).model(model()).clock(clock))
+    Engine::open(config(dir).model(model()).clock(clock))
         .await
         .unwrap()
 }
@@ -243,7 +251,7 @@ async fn lexical_stage_finds_a_rare_identifier_the_vector_ranks_low() {
         ..ScoringConfig::default()
     };
     drop(engine);
-    let engine = Engine::open(Config::new(dir.path()).model(model()).scoring(vector_only))
+    let engine = Engine::open(config(dir.path()).model(model()).scoring(vector_only))
         .await
         .unwrap();
     let dense = engine
@@ -1609,14 +1617,14 @@ fn nudged(v: &[f32], seed: u64, by: f32) -> Vec<f32> {
 fn by_item(outcomes: &[Remembered]) -> Vec<(Option<usize>, Vec<usize>)> {
     let mut stored_by = std::collections::HashMap::new();
     for (i, o) in outcomes.iter().enumerate() {
-        if let Remembered::Stored { id, .. } = o {
+        if let Remembered::Stored { id, .. } | Remembered::Proposed { id, .. } = o {
             stored_by.insert(*id, i);
         }
     }
     outcomes
         .iter()
         .map(|o| match o {
-            Remembered::Stored { similar_to, .. } => {
+            Remembered::Stored { similar_to, .. } | Remembered::Proposed { similar_to, .. } => {
                 let mut near: Vec<usize> = similar_to.iter().map(|s| stored_by[&s.id]).collect();
                 near.sort_unstable();
                 (None, near)
@@ -1658,7 +1666,7 @@ async fn an_import_into_a_partitioned_tenant_decides_as_single_calls_do() {
             .map(|(i, v)| note(Kind::Fact, &format!("memory {i}")).vector(v.clone()))
     };
     let config = |dir: &std::path::Path| {
-        Config::new(dir).model(ModelSource::Custom(Arc::new(recall::HashEmbedder::new(
+        config(dir).model(ModelSource::Custom(Arc::new(recall::HashEmbedder::new(
             DIM,
         ))))
     };
@@ -1696,7 +1704,7 @@ async fn an_import_into_a_partitioned_tenant_decides_as_single_calls_do() {
 #[tokio::test]
 async fn without_a_model_the_engine_serves_lexical_recall() {
     let dir = tempfile::tempdir().unwrap();
-    let engine = Engine::open(Config::new(dir.path()).model(ModelSource::None))
+    let engine = Engine::open(config(dir.path()).model(ModelSource::None))
         .await
         .unwrap();
     let id = engine
@@ -1789,7 +1797,7 @@ async fn a_second_engine_on_one_directory_is_locked_out_until_the_first_closes()
         .await
         .unwrap()
         .id();
-    let second = Engine::open(Config::new(dir.path()).model(model())).await;
+    let second = Engine::open(config(dir.path()).model(model())).await;
     assert!(
         matches!(
             second,

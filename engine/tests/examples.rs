@@ -15,7 +15,7 @@ async fn agent_loop_remembers_across_tasks() {
     let engine = recall::Engine::open(recall::Config::new(dir.path()))
         .await
         .unwrap();
-    let stored = engine.list("acme", Some("org")).await.unwrap();
+    let stored = engine.list("acme", Some("user:ana")).await.unwrap();
     assert!(
         stored.iter().any(|m| m.citations >= 1),
         "the hits the tasks used were cited"

@@ -33,6 +33,11 @@ pub enum AuditOp {
     /// A consolidation pass applied a proposal: a memory confirmed by its
     /// near copies, which it superseded.
     Consolidate,
+    /// A proposal was accepted: a held memory is served from now on, and
+    /// what it supersedes is superseded.
+    Accept,
+    /// A proposal was rejected.
+    Reject,
 }
 
 impl AuditOp {
@@ -45,6 +50,8 @@ impl AuditOp {
             AuditOp::Erase => "erase",
             AuditOp::Release => "release",
             AuditOp::Consolidate => "consolidate",
+            AuditOp::Accept => "accept",
+            AuditOp::Reject => "reject",
         }
     }
 }

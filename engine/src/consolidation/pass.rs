@@ -6,15 +6,19 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use chrono::{DateTime, Utc};
 use recall_indexer::AuditOp;
 use serde::Serialize;
 use uuid::Uuid;
 
-use super::{ConsolidationBatch, Consolidator, DefaultConsolidator, Pair, Proposal};
+use super::{
+    ConsolidationBatch, Consolidator, DefaultConsolidator, LanguageModel, ModelConsolidator, Pair,
+    Proposal,
+};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::event::Event;
-use crate::memory::{Memory, NewMemory};
+use crate::memory::{Kind, Memory, NewMemory, Remembered};
 use crate::state::to_ms;
 use crate::validate;
 use crate::write_policy::near_copies;
@@ -47,7 +51,35 @@ pub struct Consolidate {
     tenant: String,
     dry_run: bool,
     budget: Option<usize>,
-    consolidator: Arc<dyn Consolidator>,
+    scope: Scope,
+    decider: Decider,
+}
+
+/// Who decides what a pass proposes.
+#[derive(Clone)]
+enum Decider {
+    /// A pure consolidator (the default's rules, or the caller's).
+    Rules(Arc<dyn Consolidator>),
+    /// A language model ([`ModelConsolidator`]).
+    Model(ModelConsolidator),
+}
+
+/// Which of the tenant's memories a pass looks at (all by default).
+#[derive(Debug, Clone, Default)]
+struct Scope {
+    banks: Option<Vec<String>>,
+    kinds: Option<Vec<Kind>>,
+    since: Option<DateTime<Utc>>,
+}
+
+impl Scope {
+    /// A narrowed pass leaves the tenant's cursor alone: it did not look
+    /// at everything that changed. Its rules still propose nothing twice
+    /// (a folded copy is superseded, a fact's sources are among
+    /// `already_derived`, a proposed supersession is on record).
+    fn narrowed(&self) -> bool {
+        self.banks.is_some() || self.kinds.is_some() || self.since.is_some()
+    }
 }
 
 /// What a pass proposed and did.
@@ -71,8 +103,13 @@ pub struct ProposalOutcome {
     pub proposal: Proposal,
     /// Every memory id it names.
     pub ids: Vec<Uuid>,
-    /// Whether it was applied.
+    /// Whether it was applied (for a proposal that waits for review:
+    /// whether it was put in the review queue).
     pub applied: bool,
+    /// Whether it waits in the review queue for a person or agent to
+    /// accept ([`Engine::accept`]): a `supersede`, and an `add` into a
+    /// bank that holds writes for review ([`crate::ProposalPolicy`]).
+    pub pending: bool,
     /// Why it was not applied, when it was refused or failed.
     pub refused: Option<String>,
     /// The memory an `add` stored (or confirmed, if it was a near copy of
@@ -89,7 +126,8 @@ impl Engine {
             tenant: tenant.into(),
             dry_run: false,
             budget: None,
-            consolidator: Arc::new(DefaultConsolidator::default()),
+            scope: Scope::default(),
+            decider: Decider::Rules(Arc::new(DefaultConsolidator::default())),
         }
     }
 }
@@ -112,9 +150,44 @@ impl Consolidate {
         self
     }
 
+    /// Looks only at memories of these banks (and proposes only among
+    /// them). A narrowed pass does not move the tenant's cursor.
+    pub fn banks<I, S>(mut self, banks: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.scope.banks = Some(banks.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Looks only at memories of these kinds. A narrowed pass does not
+    /// move the tenant's cursor.
+    pub fn kinds(mut self, kinds: impl IntoIterator<Item = Kind>) -> Self {
+        self.scope.kinds = Some(kinds.into_iter().collect());
+        self
+    }
+
+    /// Looks at the memories written or confirmed after `since` instead of
+    /// after the last pass. A narrowed pass does not move the tenant's
+    /// cursor.
+    pub fn since(mut self, since: DateTime<Utc>) -> Self {
+        self.scope.since = Some(since);
+        self
+    }
+
     /// Asks `consolidator` instead of the default.
     pub fn consolidator(mut self, consolidator: impl Consolidator + 'static) -> Self {
-        self.consolidator = Arc::new(consolidator);
+        self.decider = Decider::Rules(Arc::new(consolidator));
+        self
+    }
+
+    /// Asks a language model instead of the default
+    /// ([`ModelConsolidator`]): an answer outside the schema fails the pass
+    /// with [`Error::Model`] and applies nothing (the cursor stays); the
+    /// proposals it makes are checked and applied like the default's.
+    pub fn model(mut self, model: impl LanguageModel + 'static) -> Self {
+        self.decider = Decider::Model(ModelConsolidator::new(Arc::new(model)));
         self
     }
 
@@ -124,12 +197,16 @@ impl Consolidate {
         if self.budget == Some(0) {
             return Err(Error::invalid("budget", "must be at least 1"));
         }
+        for bank in self.scope.banks.iter().flatten() {
+            validate::scope_name("bank", bank)?;
+        }
         let engine = self.engine.clone();
-        let (tenant, budget) = (self.tenant.clone(), self.budget);
-        let batch =
-            tokio::task::spawn_blocking(move || engine.consolidation_batch(&tenant, budget))
-                .await
-                .map_err(|e| Error::Task(e.to_string()))??;
+        let (tenant, budget, scope) = (self.tenant.clone(), self.budget, self.scope.clone());
+        let batch = tokio::task::spawn_blocking(move || {
+            engine.consolidation_batch(&tenant, budget, &scope)
+        })
+        .await
+        .map_err(|e| Error::Task(e.to_string()))??;
         let Some(Gathered {
             batch,
             left,
@@ -143,7 +220,10 @@ impl Consolidate {
                 proposals: Vec::new(),
             });
         };
-        let proposals = self.consolidator.propose(&batch);
+        let proposals = match &self.decider {
+            Decider::Rules(consolidator) => consolidator.propose(&batch),
+            Decider::Model(model) => model.propose(&batch).await?,
+        };
         let by_id: HashMap<Uuid, &Memory> = batch.memories.iter().map(|m| (m.id, m)).collect();
         let mut outcomes = Vec::with_capacity(proposals.len());
         for proposal in proposals {
@@ -151,14 +231,16 @@ impl Consolidate {
                 ids: proposal.ids(),
                 proposal,
                 applied: false,
+                pending: false,
                 refused: None,
                 memory: None,
             };
             outcome.refused = check(&outcome.proposal, &by_id).err();
             if outcome.refused.is_none() && !self.dry_run {
                 match self.apply(&outcome.proposal, &by_id).await {
-                    Ok(memory) => {
+                    Ok(Applied { memory, pending }) => {
                         outcome.applied = true;
+                        outcome.pending = pending;
                         outcome.memory = memory;
                     }
                     Err(e) => outcome.refused = Some(e.to_string()),
@@ -166,7 +248,7 @@ impl Consolidate {
             }
             outcomes.push(outcome);
         }
-        if !self.dry_run {
+        if !self.dry_run && !self.scope.narrowed() {
             let at = cursor_ms.unwrap_or_else(|| to_ms(self.engine.config().clock.now()));
             self.engine
                 .append_event(&self.tenant, None, Event::Consolidated, Some(at))
@@ -180,12 +262,8 @@ impl Consolidate {
         })
     }
 
-    /// Applies a checked proposal; the memory an `add` stored or confirmed.
-    async fn apply(
-        &self,
-        proposal: &Proposal,
-        batch: &HashMap<Uuid, &Memory>,
-    ) -> Result<Option<Uuid>> {
+    /// Applies a checked proposal.
+    async fn apply(&self, proposal: &Proposal, batch: &HashMap<Uuid, &Memory>) -> Result<Applied> {
         let (engine, tenant) = (&self.engine, self.tenant.as_str());
         match proposal {
             Proposal::Fold { into, copies } => {
@@ -223,7 +301,7 @@ impl Consolidate {
                         )
                         .await?;
                 }
-                Ok(None)
+                Ok(Applied::default())
             }
             Proposal::Add {
                 derived_from,
@@ -255,11 +333,51 @@ impl Consolidate {
                         memory.sentence_vectors = sentence_vectors;
                     }
                 }
-                Ok(Some(engine.remember(memory).await?.id()))
+                let written = engine.remember(memory).await?;
+                Ok(Applied {
+                    memory: Some(written.id()),
+                    pending: matches!(written, Remembered::Proposed { .. }),
+                })
             }
-            Proposal::Nothing { .. } => Ok(None),
+            Proposal::Supersede { old, by } => {
+                for id in [old, by] {
+                    if !engine.lookup(tenant, *id)?.is_active() {
+                        return Err(Error::Conflict {
+                            id: *id,
+                            reason: "is no longer active".into(),
+                        });
+                    }
+                }
+                let audit = engine
+                    .audit_entry(tenant, AuditOp::Consolidate, &[*by, *old])
+                    .detail(Some(format!(
+                        "proposed that {by} supersede {old}; waits for review"
+                    )));
+                let event = Event::Proposed {
+                    held: false,
+                    supersedes: Some(*old),
+                };
+                engine
+                    .append_audited_event(tenant, Some(*by), event, None, Some(audit))
+                    .await?;
+                Ok(Applied {
+                    memory: Some(*by),
+                    pending: true,
+                })
+            }
+            Proposal::Nothing { .. } => Ok(Applied::default()),
         }
     }
+}
+
+/// What applying a proposal did.
+#[derive(Default)]
+struct Applied {
+    /// The memory an `add` stored or confirmed, or the one a `supersede`
+    /// proposal was recorded on.
+    memory: Option<Uuid>,
+    /// Whether it waits in the review queue.
+    pending: bool,
 }
 
 /// Whether `proposal` may be applied to the batch it came from: every id
@@ -307,21 +425,41 @@ impl Engine {
     /// its served memories written or confirmed since the last pass, their
     /// neighbours from the write path's probe ([`near_copies`]), and the
     /// pairs among them in the similar band or closer.
-    fn consolidation_batch(&self, tenant: &str, budget: Option<usize>) -> Result<Option<Gathered>> {
+    fn consolidation_batch(
+        &self,
+        tenant: &str,
+        budget: Option<usize>,
+        scope: &Scope,
+    ) -> Result<Option<Gathered>> {
         let write = &self.config().write;
         let now = self.config().clock.now();
         let state = self.read_state()?;
         let Some(t) = state.tenant(tenant) else {
             return Ok(None);
         };
-        let served = |i: usize| t.memories[i].is_active() && !t.meta[i].quarantined;
+        let banks: Option<HashSet<u32>> = scope
+            .banks
+            .as_ref()
+            .map(|names| names.iter().filter_map(|b| t.bank_id(b)).collect());
+        let served = |i: usize| {
+            t.memories[i].is_active()
+                && !t.meta[i].quarantined
+                && banks
+                    .as_ref()
+                    .is_none_or(|b| b.contains(&t.meta[i].bank_id))
+                && scope
+                    .kinds
+                    .as_ref()
+                    .is_none_or(|k| k.contains(&t.memories[i].kind))
+        };
+        let since = scope.since.map(to_ms).or(t.consolidated_ms);
         // When each served memory last changed: written or confirmed.
         let changed_at = |i: usize| {
             let m = &t.memories[i];
             m.row.created_at_ms.max(m.last_confirmed_ms)
         };
         let mut changed: Vec<usize> = (0..t.memories.len())
-            .filter(|&i| served(i) && t.consolidated_ms.is_none_or(|c| changed_at(i) > c))
+            .filter(|&i| served(i) && since.is_none_or(|c| changed_at(i) > c))
             .collect();
         changed.sort_by_key(|&i| (changed_at(i), i));
         let (mut left, mut cursor_ms) = (0, None);

@@ -3,7 +3,7 @@
 //! layer with the exact `op` / `arg` strings the engine wrote up to d882210.
 
 use chrono::Duration;
-use recall::{Config, Engine, Kind, ModelSource, Trust};
+use recall::{Engine, Kind, ModelSource, Trust};
 use recall_indexer::{EventRow, MemoryRow, Record, Store, StoreOptions};
 use uuid::Uuid;
 
@@ -123,7 +123,7 @@ async fn a_store_with_the_earlier_event_strings_opens_to_the_same_state() {
             .await
             .unwrap();
     }
-    let engine = Engine::open(Config::new(dir.path()).model(ModelSource::None))
+    let engine = Engine::open(super::config(dir.path()).model(ModelSource::None))
         .await
         .unwrap();
     let get = |id| {

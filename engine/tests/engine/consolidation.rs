@@ -1,6 +1,7 @@
 //! Consolidation: the default pass folds near copies that slipped past
-//! write-time dedup and turns an episode repeated across sessions into a
-//! fact, leaves everything else alone, changes nothing in a dry run,
+//! write-time dedup, turns an episode repeated across sessions into a
+//! fact and proposes the updates of a value changed three times for
+//! review, leaves everything else alone, changes nothing in a dry run,
 //! proposes nothing the second time, and refuses proposals that reach
 //! outside their batch.
 
@@ -9,8 +10,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use recall::{
-    AuditOp, Config, ConsolidationBatch, Consolidator, Engine, FixedClock, Kind, NewMemory,
-    Proposal, WriteConfig,
+    AuditOp, Config, ConsolidationBatch, Consolidator, Engine, FixedClock, Kind, LanguageModel,
+    ModelConsolidator, ModelFuture, ModelRequest, NewMemory, Proposal, ProposalPolicy, WriteConfig,
 };
 use recall_datasets::{near_copy, synthetic_corpus};
 use uuid::Uuid;
@@ -25,6 +26,9 @@ struct Known {
     lesson: Vec<Uuid>,
     /// A pitfall and two near copies of it (cosine 0.97), oldest first.
     copies: Vec<Uuid>,
+    /// A value updated three times, oldest first: each update reads as a
+    /// change of the one before.
+    updates: Vec<Uuid>,
     /// Everything that must be left alone.
     others: Vec<Uuid>,
 }
@@ -34,9 +38,14 @@ async fn open(dir: &Path, write: WriteConfig) -> Engine {
 }
 
 async fn open_at(dir: &Path, write: WriteConfig, clock: Arc<FixedClock>) -> Engine {
-    Engine::open(Config::new(dir).model(model()).clock(clock).write(write))
-        .await
-        .unwrap()
+    // The corpus stands for a team's served memory: no bank holds its
+    // writes for review (tests/engine/proposals.rs covers that).
+    let config = Config::new(dir)
+        .model(model())
+        .clock(clock)
+        .write(write)
+        .proposals(ProposalPolicy::direct());
+    Engine::open(config).await.unwrap()
 }
 
 fn memory(bank: &str, kind: Kind, content: String, vector: Vec<f32>) -> NewMemory {
@@ -113,20 +122,30 @@ async fn write_corpus(engine: &Engine) -> Known {
         m.session_id = Some(session.into());
         others.push(put(m).await);
     }
-    // A value updated three times (facts, not episodes), and a copy of the
-    // pitfall in another bank: neither is folded.
+    // A value updated three times (facts, not episodes): not folded, each
+    // update proposed to supersede the one before.
     let value = &base[4].vector;
-    for (i, n) in [600, 900, 1200].into_iter().enumerate() {
-        others.push(
+    let mut updates = Vec::new();
+    for (i, text) in [
+        "The export API allows 600 requests a minute.",
+        "The export API now allows 900 requests a minute.",
+        "The export API switched to 1,200 requests a minute.",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        updates.push(
             put(memory(
                 "repo:api",
                 Kind::Fact,
-                format!("The export API allows {n} requests a minute."),
+                text.into(),
                 near_copy(500 + i as u64, value, 0.92),
-            ))
+            )
+            .element("ExportApi"))
             .await,
         );
     }
+    // A copy of the pitfall in another bank: not folded.
     others.push(
         put(memory(
             "repo:web",
@@ -162,6 +181,7 @@ async fn write_corpus(engine: &Engine) -> Known {
     Known {
         lesson,
         copies,
+        updates,
         others,
     }
 }
@@ -235,7 +255,7 @@ async fn the_default_pass_folds_copies_and_makes_a_fact_of_a_repeated_episode() 
         "{:#?}",
         preview.proposals
     );
-    assert_eq!(preview.proposals.len(), 2, "{:#?}", preview.proposals);
+    assert_eq!(preview.proposals.len(), 4, "{:#?}", preview.proposals);
     assert_eq!(preview.proposals[0].proposal, expected_fold);
     let Proposal::Add {
         derived_from,
@@ -252,6 +272,19 @@ async fn the_default_pass_folds_copies_and_makes_a_fact_of_a_repeated_episode() 
     assert_eq!(*memory_kind, Kind::Fact);
     assert!(content.starts_with("Retrying the billing export twice"));
     assert_eq!(elements, &vec!["Billing".to_string()]);
+    let expected_updates: Vec<Proposal> = known
+        .updates
+        .windows(2)
+        .map(|w| Proposal::Supersede {
+            old: w[0],
+            by: w[1],
+        })
+        .collect();
+    let found_updates: Vec<Proposal> = preview.proposals[2..]
+        .iter()
+        .map(|p| p.proposal.clone())
+        .collect();
+    assert_eq!(found_updates, expected_updates);
 
     // Applied.
     let pass = engine.consolidate(TENANT).execute().await.unwrap();
@@ -275,6 +308,11 @@ async fn the_default_pass_folds_copies_and_makes_a_fact_of_a_repeated_episode() 
             .collect();
         assert_eq!(chain, vec![*copy, known.copies[0]]);
     }
+    assert_eq!(
+        pass.proposals.iter().map(|p| p.pending).collect::<Vec<_>>(),
+        [false, false, true, true],
+        "the supersessions wait for review"
+    );
     let fact_id = pass.proposals[1].memory.expect("the add stored a memory");
     let fact = engine.get(TENANT, fact_id).await.unwrap();
     assert_eq!((fact.kind, fact.bank.as_str()), (Kind::Fact, "repo:api"));
@@ -296,7 +334,18 @@ async fn the_default_pass_folds_copies_and_makes_a_fact_of_a_repeated_episode() 
         .iter()
         .filter(|e| e.op == AuditOp::Consolidate)
         .collect();
-    assert_eq!(folds.len(), 2);
+    // Two folds and two proposed supersessions.
+    assert_eq!(folds.len(), 4);
+    assert_eq!(
+        folds
+            .iter()
+            .filter(|e| e
+                .detail
+                .as_deref()
+                .is_some_and(|d| d.contains("waits for review")))
+            .count(),
+        2
+    );
     assert!(audit.iter().any(|e| {
         e.op == AuditOp::Remember
             && e.ids == vec![fact_id.to_string()]
@@ -304,6 +353,12 @@ async fn the_default_pass_folds_copies_and_makes_a_fact_of_a_repeated_episode() 
                 .as_deref()
                 .is_some_and(|d| d.contains("derived from"))
     }));
+
+    // The updates wait: every version is served until someone accepts.
+    for id in &known.updates {
+        assert!(engine.get(TENANT, *id).await.unwrap().is_active());
+    }
+    assert_eq!(engine.proposals(TENANT).await.unwrap().len(), 2);
 
     // A second pass, and one after a reopen, propose nothing.
     let again = engine.consolidate(TENANT).execute().await.unwrap();
@@ -316,6 +371,29 @@ async fn the_default_pass_folds_copies_and_makes_a_fact_of_a_repeated_episode() 
     );
     let reopened = engine.consolidate(TENANT).execute().await.unwrap();
     assert!(reopened.proposals.is_empty(), "{:#?}", reopened.proposals);
+
+    // Accepted in turn, the updates make one chain, newest served.
+    for id in &known.updates[1..] {
+        engine.accept(TENANT, *id, "ann").await.unwrap();
+    }
+    let chain: Vec<Uuid> = engine
+        .history(TENANT, known.updates[0])
+        .await
+        .unwrap()
+        .iter()
+        .map(|m| m.id)
+        .collect();
+    assert_eq!(chain, known.updates);
+    let served: Vec<bool> = {
+        let mut served = Vec::new();
+        for id in &known.updates {
+            served.push(engine.get(TENANT, *id).await.unwrap().is_active());
+        }
+        served
+    };
+    assert_eq!(served, [false, false, true]);
+    let audit = engine.audit(TENANT).await.unwrap();
+    assert_eq!(audit.iter().filter(|e| e.op == AuditOp::Accept).count(), 2);
 
     // A recall near the lesson shows the fact's text once: the episode it
     // quotes gives way to it; the other wordings stay.
@@ -361,6 +439,12 @@ async fn the_default_pass_folds_copies_and_makes_a_fact_of_a_repeated_episode() 
     );
 }
 
+/// A note of another tenant, which no proposal about `TENANT` may name.
+async fn other_tenants_note(engine: &Engine) -> Uuid {
+    let note = NewMemory::new("globex", "repo:api", Kind::Note, "Another tenant's note.");
+    engine.remember(note).await.unwrap().id()
+}
+
 /// Proposes what it is told to, whatever the batch holds.
 struct Scripted(Vec<Proposal>);
 
@@ -393,16 +477,7 @@ async fn proposals_outside_their_batch_are_refused_and_change_nothing() {
                 .id(),
         );
     }
-    let other_tenant = engine
-        .remember(NewMemory::new(
-            "globex",
-            "repo:api",
-            Kind::Note,
-            "Another tenant's note.",
-        ))
-        .await
-        .unwrap()
-        .id();
+    let other_tenant = other_tenants_note(&engine).await;
     let before = engine.export(TENANT).await.unwrap();
     let scripted = Scripted(vec![
         // Invented and cross-tenant ids.
@@ -444,6 +519,183 @@ async fn proposals_outside_their_batch_are_refused_and_change_nothing() {
     }
     assert_eq!(engine.export(TENANT).await.unwrap(), before);
     assert_eq!(engine.export("globex").await.unwrap().len(), 1);
+}
+
+/// A language model that answers with what `answer` makes of the request.
+struct ScriptedModel<F>(F);
+
+impl<F> LanguageModel for ScriptedModel<F>
+where
+    F: Fn(&ModelRequest) -> Result<String, String> + Send + Sync,
+{
+    fn complete<'a>(&'a self, request: &'a ModelRequest) -> ModelFuture<'a> {
+        let answer = (self.0)(request);
+        Box::pin(async move { answer })
+    }
+}
+
+#[tokio::test]
+async fn a_models_answer_is_checked_like_any_proposal() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = open(dir.path(), WriteConfig::default()).await;
+    let vectors = synthetic_corpus(9, 3, DIM, 3);
+    let mut ids = Vec::new();
+    for (i, (bank, v)) in ["repo:api", "repo:api", "repo:web"]
+        .into_iter()
+        .zip(&vectors)
+        .enumerate()
+    {
+        let m = memory(
+            bank,
+            Kind::Episode,
+            format!("Episode {i} in {bank}."),
+            v.vector.clone(),
+        );
+        ids.push(engine.remember(m).await.unwrap().id());
+    }
+    let other_tenant = other_tenants_note(&engine).await;
+    let audit_before = engine.audit(TENANT).await.unwrap().len();
+
+    // Not JSON, JSON of another shape, and a model that fails: the pass
+    // fails with a typed error, applies nothing and keeps its cursor.
+    for answer in [
+        Ok("Sure! Here are my proposals: fold everything.".to_string()),
+        Ok(r#"{"proposals": [{"kind": "delete", "id": "x"}]}"#.to_string()),
+        Err("the endpoint refused the request".to_string()),
+    ] {
+        let failed = engine
+            .consolidate(TENANT)
+            .model(ScriptedModel(move |_: &ModelRequest| answer.clone()))
+            .execute()
+            .await;
+        assert!(
+            matches!(failed, Err(recall::Error::Model { .. })),
+            "{failed:?}"
+        );
+    }
+    assert_eq!(engine.audit(TENANT).await.unwrap().len(), audit_before);
+
+    // A well-formed answer: invented, cross-tenant and cross-bank ids are
+    // refused one by one; the valid proposal is applied.
+    let (a, b, web) = (ids[0], ids[1], ids[2]);
+    let seen = Arc::new(std::sync::Mutex::new(None));
+    let asked = Arc::clone(&seen);
+    let model = ScriptedModel(move |request: &ModelRequest| {
+        *asked.lock().unwrap() = Some(request.clone());
+        Ok(serde_json::json!({"proposals": [
+            {"kind": "fold", "into": a, "copies": [Uuid::now_v7()]},
+            {"kind": "supersede", "old": other_tenant, "by": a},
+            {"kind": "add", "derived_from": [a, web], "memory_kind": "fact", "content": "Across banks."},
+            {"kind": "add", "derived_from": [a, b], "memory_kind": "fact", "content": "Episodes 0 and 1 happened in the api.", "elements": ["Api"]},
+            {"kind": "nothing", "reason": "the rest is unrelated"},
+        ]})
+        .to_string())
+    });
+    let pass = engine
+        .consolidate(TENANT)
+        .model(model)
+        .execute()
+        .await
+        .unwrap();
+    let applied: Vec<bool> = pass.proposals.iter().map(|p| p.applied).collect();
+    assert_eq!(
+        applied,
+        [false, false, false, true, true],
+        "{:#?}",
+        pass.proposals
+    );
+    let request = seen.lock().unwrap().clone().expect("the model was asked");
+    assert_eq!(request.system, ModelConsolidator::SYSTEM);
+    assert_eq!(request.schema, ModelConsolidator::schema());
+    for id in &ids {
+        assert!(
+            request.prompt.contains(&id.to_string()),
+            "{}",
+            request.prompt
+        );
+    }
+    assert!(!request.prompt.contains(&other_tenant.to_string()));
+    let fact = engine
+        .get(TENANT, pass.proposals[3].memory.expect("stored"))
+        .await
+        .unwrap();
+    assert_eq!(
+        (fact.kind, fact.derived_from.clone()),
+        (Kind::Fact, vec![a, b])
+    );
+    for id in &ids {
+        assert!(engine.get(TENANT, *id).await.unwrap().is_active());
+    }
+    assert_eq!(engine.export("globex").await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_narrowed_pass_looks_only_at_its_banks_and_kinds_and_keeps_the_cursor() {
+    let dir = tempfile::tempdir().unwrap();
+    let lenient = WriteConfig {
+        dedup_threshold: 0.99,
+        ..WriteConfig::default()
+    };
+    let base = synthetic_corpus(12, 2, DIM, 2);
+    let mut pairs = Vec::new();
+    {
+        let engine = open(dir.path(), lenient).await;
+        for (bank, v) in ["repo:api", "repo:web"].into_iter().zip(&base) {
+            let mut pair = Vec::new();
+            for (i, vector) in [v.vector.clone(), near_copy(5, &v.vector, 0.97)]
+                .into_iter()
+                .enumerate()
+            {
+                let m = memory(
+                    bank,
+                    Kind::Pitfall,
+                    format!("A pitfall of {bank} ({i})."),
+                    vector,
+                );
+                pair.push(engine.remember(m).await.unwrap().id());
+            }
+            pairs.push(pair);
+        }
+    }
+    let engine = open(dir.path(), WriteConfig::default()).await;
+    let folds = |pass: &recall::Consolidation| -> Vec<Vec<Uuid>> {
+        pass.proposals
+            .iter()
+            .filter(|p| p.applied)
+            .map(|p| p.ids.clone())
+            .collect()
+    };
+    // Other kinds, or nothing changed since a later time: nothing to do.
+    let notes = engine
+        .consolidate(TENANT)
+        .kinds([Kind::Note])
+        .execute()
+        .await
+        .unwrap();
+    assert_eq!((notes.looked_at, notes.proposals.len()), (0, 0));
+    let later = t0() + chrono::Duration::days(1);
+    let since = engine
+        .consolidate(TENANT)
+        .since(later)
+        .execute()
+        .await
+        .unwrap();
+    assert_eq!(since.looked_at, 0);
+    // One bank: only its copy is folded, and the cursor stays.
+    let web = engine
+        .consolidate(TENANT)
+        .banks(["repo:web"])
+        .execute()
+        .await
+        .unwrap();
+    assert_eq!(folds(&web), vec![pairs[1].clone()]);
+    let all = engine.consolidate(TENANT).execute().await.unwrap();
+    assert_eq!(folds(&all), vec![pairs[0].clone()], "{:#?}", all.proposals);
+    let again = engine.consolidate(TENANT).execute().await.unwrap();
+    assert!(
+        again.proposals.is_empty() && again.looked_at == 0,
+        "{again:#?}"
+    );
 }
 
 #[tokio::test]

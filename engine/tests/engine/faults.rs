@@ -96,7 +96,7 @@ async fn a_full_disk_fails_the_write_keeps_what_was_acknowledged_and_serves_read
         return;
     };
     let data = dir.path().join("data");
-    let engine = Engine::open(recall::Config::new(&data).model(model()))
+    let engine = Engine::open(super::config(&data).model(model()))
         .await
         .unwrap();
 
@@ -168,7 +168,7 @@ async fn a_store_opened_on_a_full_disk_serves_reads_and_refuses_writes() {
     let data = dir.path().join("data");
     let mut acknowledged = 0usize;
     {
-        let engine = Engine::open(recall::Config::new(&data).model(model()))
+        let engine = Engine::open(super::config(&data).model(model()))
             .await
             .unwrap();
         let filled = engine

@@ -56,7 +56,7 @@ async fn open(dir: &Path, write: WriteConfig) -> Engine {
 }
 
 fn config(dir: &Path, write: WriteConfig) -> Config {
-    Config::new(dir).model(model()).write(write)
+    super::config(dir).model(model()).write(write)
 }
 
 /// The banks (one memory each) the engine lists; every listed memory can
@@ -579,7 +579,7 @@ impl Shared {
             tokio::time::sleep(std::time::Duration::from_millis(2)).await;
         }
         drop(engine);
-        let config = Config::new(&self.dir).model(model()).write(soak_write());
+        let config = super::config(&self.dir).model(model()).write(soak_write());
         // Opening runs into faults too; it is tried until it works.
         for attempt in 0.. {
             match Engine::open(config.clone()).await {
@@ -626,7 +626,7 @@ async fn a_soak_with_random_faults_loses_no_acknowledged_write() {
 async fn soak(seconds: u64) {
     let seed = 0x5eed_fa17_u64;
     let dir = tempfile::tempdir().unwrap();
-    let first = Engine::open(Config::new(dir.path()).model(model()).write(soak_write()))
+    let first = Engine::open(super::config(dir.path()).model(model()).write(soak_write()))
         .await
         .unwrap();
     let shared = Arc::new(Shared {

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use chrono::Duration;
 use recall::{
-    BRIEFING_HEADER, Config, Engine, FixedClock, Kind, ModelSource, NewMemory, ScanConfig,
-    ScoringConfig, Source,
+    BRIEFING_HEADER, Engine, FixedClock, Kind, ModelSource, NewMemory, ScanConfig, ScoringConfig,
+    Source,
 };
 use recall_datasets::{near_copy, synthetic_corpus};
 use uuid::Uuid;
@@ -670,7 +670,7 @@ async fn lifecycle_state_survives_sigkill() {
 async fn a_store_written_without_a_model_is_backfilled_and_then_semantic() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let engine = Engine::open(Config::new(dir.path()).model(ModelSource::None))
+        let engine = Engine::open(super::config(dir.path()).model(ModelSource::None))
             .await
             .unwrap();
         super::seed_engineering(&engine).await;
@@ -740,7 +740,7 @@ async fn similar_pairs_in_one_bank_are_queued_for_review_whatever_the_scan() {
             },
             ..ScoringConfig::default()
         };
-        let config = Config::new(dir.path()).model(model()).scoring(scoring);
+        let config = super::config(dir.path()).model(model()).scoring(scoring);
         let engine = Engine::open(config).await.unwrap();
         let base = synthetic_corpus(1, 1, 384, 1).remove(0).vector;
         let write = |bank: &str, text: &str, vector: Vec<f32>| {
@@ -870,7 +870,7 @@ async fn knowledge_map_counts_active_memories_per_element_in_one_tenant() {
 async fn derived_files_are_taken_at_the_next_open_and_erased_with_the_tenant() {
     // Vector files from one full block on (the default waits for 16).
     let config = |dir: &std::path::Path| {
-        let mut config = Config::new(dir).model(ModelSource::Custom(Arc::new(
+        let mut config = super::config(dir).model(ModelSource::Custom(Arc::new(
             recall::HashEmbedder::new(384),
         )));
         config.write.vector_files_from = 16_384;

@@ -144,7 +144,10 @@ async fn owner_view(engine: &Engine, tenant: &str, id: Uuid) -> Option<serde_jso
 async fn run(ops: Vec<Op>) -> Tally {
     let dir = tempfile::tempdir().unwrap();
     let engine = Engine::open(
-        Config::new(dir.path()).model(ModelSource::Custom(Arc::new(HashEmbedder::new(64)))),
+        Config::new(dir.path())
+            .model(ModelSource::Custom(Arc::new(HashEmbedder::new(64))))
+            // Isolation of served memories; proposals.rs covers held ones.
+            .proposals(recall::ProposalPolicy::direct()),
     )
     .await
     .unwrap();
@@ -192,6 +195,9 @@ async fn run(ops: Vec<Op>) -> Tally {
                             },
                         );
                         order.push(id);
+                    }
+                    Remembered::Proposed { id, .. } => {
+                        violation(format!("{id} was held as a proposal under a direct policy"))
                     }
                     Remembered::Deduplicated { id, .. } => match model.get(&id) {
                         Some(k) if k.tenant == tenant && k.bank == bank && !k.erased => {}

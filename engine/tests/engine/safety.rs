@@ -3,9 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use recall::{
-    AuditOp, Config, Engine, EraseScope, Error, Kind, NewMemory, ReadPolicy, Remembered, Trust,
-};
+use recall::{AuditOp, Engine, EraseScope, Error, Kind, NewMemory, ReadPolicy, Remembered, Trust};
 use uuid::Uuid;
 
 use super::{model, open};
@@ -684,7 +682,7 @@ async fn a_damaged_table_is_reported_and_not_served() {
         let len = std::fs::metadata(path).unwrap().len() as usize;
         std::fs::write(path, vec![0xA5u8; len]).unwrap();
     }
-    match Engine::open(Config::new(dir.path()).model(model())).await {
+    match Engine::open(super::config(dir.path()).model(model())).await {
         Err(Error::Storage(e)) => println!("reported: {e}"),
         Err(other) => panic!("expected a storage error, got {other}"),
         Ok(_) => panic!("a damaged table was opened and would be served"),
@@ -695,7 +693,7 @@ async fn a_damaged_table_is_reported_and_not_served() {
 async fn a_damaged_bm25_index_is_rebuilt_from_the_tables() {
     let dir = tempfile::tempdir().unwrap();
     // Lexical-only: a hit can only come from the BM25 index.
-    let open_lexical = || Engine::open(Config::new(dir.path()).model(recall::ModelSource::None));
+    let open_lexical = || Engine::open(super::config(dir.path()).model(recall::ModelSource::None));
     let engine = open_lexical().await.unwrap();
     let planted = plant(
         &engine,

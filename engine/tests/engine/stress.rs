@@ -15,7 +15,7 @@ use uuid::Uuid;
 /// log is flushed to the tables every few records, so kills and reads land
 /// during background flushes (a sealed log beside the active one) too.
 fn fast_config(dir: &std::path::Path) -> Config {
-    Config::new(dir)
+    super::config(dir)
         .model(ModelSource::Custom(Arc::new(HashEmbedder::new(384))))
         .write(WriteConfig {
             flush_every: 4,

@@ -20,7 +20,7 @@ from mcp.shared.exceptions import MCPError
 
 TOOLS = {
     "recall", "remember", "mark_used", "confirm", "forget", "supersede",
-    "get", "history", "review", "end_session",
+    "get", "history", "review", "consolidate", "end_session",
 }
 
 
@@ -54,8 +54,11 @@ class Server(ToolCalls):
         self.stack = AsyncExitStack()
 
     async def __aenter__(self):
+        # The team trusts its agents with `org` here (by default `org` holds
+        # an agent's writes for review; `proposals` below tests that).
         args = ["mcp", "--data", self.data, "--tenant", self.tenant,
-                "--read", "org", "--write-bank", "org", "--agent", "e2e", *self.extra]
+                "--read", "org", "--write-bank", "org", "--agent", "e2e",
+                "--bank-mode", "org=direct", *self.extra]
         script = 'echo $$ > "$0"; exec "$@"'
         params = StdioServerParameters(
             command="sh", args=["-c", script, self.pidfile, self.bin, *args],
@@ -169,6 +172,28 @@ async def list_and_basics(bin_path, work):
         assert r["hits"] == [], r
         print("ok other_tenant_sees_nothing")
     return ids
+
+
+async def proposals(bin_path, work):
+    """With `org` holding an agent's writes for review (the default), a
+    remembered memory is a proposal: not recalled, listed by review, and
+    proposing it again confirms it. consolidate runs over the read banks."""
+    data = os.path.join(work, "proposals")
+    async with Server(bin_path, data, extra=["--bank-mode", "org=propose"]) as s:
+        text = "The invoice export must run after the ledger closes at 02:00 UTC."
+        p = await s.call("remember", content=text, kind="convention", elements=["Invoices"])
+        assert p["outcome"] == "proposed", p
+        r = await s.call("recall", query="when does the invoice export run", k=5)
+        assert p["id"] not in [h["id"] for h in r["hits"]], r
+        review = await s.call("review")
+        listed = [i for i in review["items"] if i["id"] == p["id"]]
+        assert listed and "proposal" in listed[0]["why"], review
+        again = await s.call("remember", content=text, kind="convention")
+        assert again["outcome"] == "deduplicated" and again["id"] == p["id"], again
+        pass_ = await s.call("consolidate", dry_run=True)
+        assert pass_["dry_run"] is True and pass_["proposals"] == [], pass_
+        await s.fails("consolidate", dry_run="maybe")
+    print("ok proposals_wait_for_review")
 
 
 async def wait_for(fn, timeout=1.0):
@@ -309,6 +334,7 @@ async def main():
     ap.add_argument("--work", required=True)
     a = ap.parse_args()
     await list_and_basics(a.bin, a.work)
+    await proposals(a.bin, a.work)
     await two_clients(a.bin, a.work)
     await handover(a.bin, a.work)
     raw_protocol(a.bin, a.work)

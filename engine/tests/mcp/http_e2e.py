@@ -35,7 +35,8 @@ class HttpServer:
     def __init__(self, bin_path, data, extra=()):
         self.p = subprocess.Popen(
             [bin_path, "mcp", "--data", data, "--tenant", "acme", "--read", "org",
-             "--write-bank", "org", "--agent", "http-e2e", "--http", "127.0.0.1:0", *extra],
+             "--write-bank", "org", "--agent", "http-e2e", "--bank-mode", "org=direct",
+             "--http", "127.0.0.1:0", *extra],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
             text=True, env={**os.environ, "RUST_LOG": "info"})
         self.lines, self.url = [], None

@@ -234,15 +234,25 @@ pub(crate) async fn run(keep: Option<PathBuf>, json: bool) -> anyhow::Result<()>
     let mut batch: Vec<NewMemory> = MEMORIES
         .iter()
         .map(|(kind, title, element, text)| {
+            // The team's own memory: a person's writes go straight in (an
+            // agent's would wait for review in a `repo:*` bank).
             let mut m = NewMemory::new(TENANT, BANK, *kind, *text)
                 .element(*element)
-                .agent("agent/demo");
+                .trust(Trust::User);
             m.title = title.map(str::to_string);
             m
         })
         .collect();
-    batch.push(NewMemory::new(TENANT, BANK, Kind::Convention, REPEAT).element("PaymentsService"));
-    batch.push(NewMemory::new(TENANT, BANK, Kind::Pitfall, NEAR).element("SearchService"));
+    batch.push(
+        NewMemory::new(TENANT, BANK, Kind::Convention, REPEAT)
+            .element("PaymentsService")
+            .trust(Trust::User),
+    );
+    batch.push(
+        NewMemory::new(TENANT, BANK, Kind::Pitfall, NEAR)
+            .element("SearchService")
+            .trust(Trust::User),
+    );
     let outcomes = engine.remember_many(batch).await?;
     let stored = outcomes
         .iter()
@@ -264,7 +274,7 @@ pub(crate) async fn run(keep: Option<PathBuf>, json: bool) -> anyhow::Result<()>
                     )
                 }
             }
-            Remembered::Stored { .. } => {}
+            Remembered::Stored { .. } | Remembered::Proposed { .. } => {}
         }
     }
     let mut answers = Vec::new();
@@ -286,6 +296,7 @@ pub(crate) async fn run(keep: Option<PathBuf>, json: bool) -> anyhow::Result<()>
         println!("{}", serde_json::to_string_pretty(&answers)?);
     } else {
         safety(&engine).await?;
+        proposals(&engine).await?;
     }
     engine.flush().await?;
     Ok(())
@@ -321,5 +332,47 @@ Safety:"
             ),
         }
     }
+    Ok(())
+}
+
+/// An agent's write into the repository's bank waits for a person: not
+/// recalled until accepted, then recalled.
+async fn proposals(engine: &Engine) -> anyhow::Result<()> {
+    println!("\nProposals (a `repo:*` bank holds an agent's writes for review):");
+    let text = "Deploys are frozen from Friday 15:00 until Monday 09:00; ship hotfixes only, with a second reviewer.";
+    let question = "Can I ship to production on Friday afternoon?";
+    let proposal = engine
+        .remember(
+            NewMemory::new(TENANT, BANK, Kind::Convention, text)
+                .element("Deploy")
+                .agent("agent/demo"),
+        )
+        .await?;
+    let recalled = |result: &recall::RecallResult| {
+        result
+            .hits
+            .iter()
+            .position(|h| h.memory.id == proposal.id())
+            .map_or("no".to_string(), |rank| format!("yes, rank {}", rank + 1))
+    };
+    let ask = || {
+        engine
+            .recall(TENANT, question)
+            .read([BANK])
+            .limit(3)
+            .execute()
+    };
+    println!(
+        "  an agent proposed {}: {text}\n  recalled for {question:?} before review: {}",
+        proposal.id(),
+        recalled(&ask().await?)
+    );
+    engine
+        .accept(TENANT, proposal.id(), "demo-reviewer")
+        .await?;
+    println!(
+        "  accepted by demo-reviewer (`recall accept`); recalled now: {}",
+        recalled(&ask().await?)
+    );
     Ok(())
 }

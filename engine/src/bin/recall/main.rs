@@ -10,7 +10,8 @@ use std::path::PathBuf;
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
 use recall::{
-    Config, Engine, EraseScope, Kind, Memory, NewMemory, RecallResult, Remembered, Source,
+    Config, Engine, EraseScope, Kind, Memory, NewMemory, ProposalPolicy, RecallResult, Remembered,
+    Source, Trust,
 };
 use uuid::Uuid;
 
@@ -38,6 +39,19 @@ struct Cli {
     /// Print JSON instead of text.
     #[arg(long, global = true)]
     json: bool,
+    /// How a bank takes an agent's writes: PATTERN=direct or
+    /// PATTERN=propose (a bank name or a prefix ending in `*`), ahead of the
+    /// defaults (`session:*` and `user:*` direct, `repo:*`, `org` and
+    /// `org:*` propose). Repeatable, comma separated, or in
+    /// RECALL_BANK_MODE; a later rule wins; `*=direct` turns review off.
+    #[arg(
+        long = "bank-mode",
+        global = true,
+        env = "RECALL_BANK_MODE",
+        value_delimiter = ',',
+        value_name = "PATTERN=MODE"
+    )]
+    bank_modes: Vec<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -68,6 +82,10 @@ enum Command {
         /// When it was said (RFC 3339); default now.
         #[arg(long)]
         observed_at: Option<String>,
+        /// Who wrote it: user (a person: always direct), agent (held for
+        /// review in a `propose` bank, see --bank-mode) or external.
+        #[arg(long, default_value = "agent")]
+        trust: String,
         text: String,
     },
     /// Ask what is known.
@@ -110,6 +128,32 @@ enum Command {
         /// Who reviewed it (recorded in the audit log). Default: $USER.
         #[arg(long)]
         actor: Option<String>,
+    },
+    /// Accept a pending proposal: it is served (and supersedes what it names) from now on.
+    Accept {
+        #[arg(long)]
+        tenant: String,
+        id: Uuid,
+        /// Who accepts it (recorded in the audit log). Default: $USER.
+        #[arg(long)]
+        actor: Option<String>,
+    },
+    /// Reject a pending proposal: it is never served.
+    Reject {
+        #[arg(long)]
+        tenant: String,
+        id: Uuid,
+        /// Who rejects it (recorded in the audit log). Default: $USER.
+        #[arg(long)]
+        actor: Option<String>,
+        /// Why (recorded in the audit log and on the proposal).
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// List the pending proposals, each with a diff against what it would replace or repeat.
+    Proposals {
+        #[arg(long)]
+        tenant: String,
     },
     /// Print every memory of the tenant in any state, one JSON object per line.
     Export {
@@ -229,11 +273,23 @@ enum Command {
         #[arg(long)]
         bank: String,
     },
-    /// Fold near copies and turn repeated episodes into facts (the default
-    /// consolidation pass, over what changed since the last one).
+    /// Fold near copies, turn repeated episodes into facts and propose
+    /// supersessions for review (the default consolidation pass, over what
+    /// changed since the last one).
     Consolidate {
         #[arg(long)]
         tenant: String,
+        /// Only memories of these banks (comma separated); the pass then
+        /// leaves the tenant's cursor alone.
+        #[arg(long = "bank", value_delimiter = ',')]
+        banks: Vec<String>,
+        /// Only memories of these kinds (comma separated); as --bank.
+        #[arg(long = "kind", value_delimiter = ',')]
+        kinds: Vec<String>,
+        /// Memories written or confirmed after this time (RFC 3339) instead
+        /// of after the last pass; as --bank.
+        #[arg(long)]
+        since: Option<String>,
         /// Only print the proposals; write nothing.
         #[arg(long)]
         dry_run: bool,
@@ -311,12 +367,44 @@ fn print_memory(m: &Memory) {
     } else if m.superseded_by.is_some() {
         " (superseded)"
     } else {
-        ""
+        match m.proposal.as_ref().map(|p| (p.held, &p.status)) {
+            Some((true, recall::ProposalStatus::Pending)) => " (proposed)",
+            Some((true, recall::ProposalStatus::Rejected { .. })) => " (rejected)",
+            _ => "",
+        }
     };
     println!(
         "{} [{}] {}{}{}: {}",
         m.id, m.kind, m.bank, title, status, m.content
     );
+}
+
+fn print_proposal(p: &recall::PendingProposal) {
+    print!("  ");
+    print_memory(&p.memory);
+    if let Some(against) = &p.against {
+        let verb = match p.memory.proposal.as_ref().and_then(|x| x.supersedes) {
+            Some(_) => "supersedes",
+            None => "near",
+        };
+        println!(
+            "    {verb} {}{}",
+            against.id,
+            p.cosine
+                .map(|c| format!(" (cosine {c:.3})"))
+                .unwrap_or_default()
+        );
+    }
+    if let Some(diff) = &p.diff {
+        println!("    diff: {diff}");
+    }
+    if !p.rivals.is_empty() {
+        let ids: Vec<String> = p.rivals.iter().map(Uuid::to_string).collect();
+        println!(
+            "    a fork: {} would replace the same memory",
+            ids.join(", ")
+        );
+    }
 }
 
 pub(crate) fn print_recall(result: &RecallResult) {
@@ -342,11 +430,15 @@ pub(crate) fn print_recall(result: &RecallResult) {
 async fn run(cli: Cli) -> anyhow::Result<()> {
     let command = match cli.command {
         Command::Demo { keep } => return demo::run(keep, cli.json).await,
-        Command::Mcp(args) => return mcp::run(cli.data, args).await,
+        Command::Mcp(args) => return mcp::run(cli.data, args, &cli.bank_modes).await,
         other => other,
     };
+    let mut proposals = ProposalPolicy::default();
+    for rule in &cli.bank_modes {
+        proposals = proposals.parse_rule(rule)?;
+    }
     let returning = returning_freed_pages();
-    let engine = Engine::open(Config::new(&cli.data))
+    let engine = Engine::open(Config::new(&cli.data).proposals(proposals))
         .await
         .with_context(|| format!("opening {}", cli.data.display()))?;
     drop(returning);
@@ -361,11 +453,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             confidence,
             supersedes,
             observed_at,
+            trust,
             text,
         } => {
             let kind: Kind = kind.parse()?;
             let source: Source = source.parse()?;
-            let mut memory = NewMemory::new(tenant, bank, kind, text);
+            let trust: Trust = trust.parse()?;
+            let mut memory = NewMemory::new(tenant, bank, kind, text).trust(trust);
             memory.title = title;
             memory.elements = elements;
             memory.source = source;
@@ -376,14 +470,28 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             if cli.json {
                 print_json(&outcome)?;
             } else {
+                let held = matches!(outcome, Remembered::Proposed { .. });
                 match outcome {
                     Remembered::Stored {
                         id,
                         similar_to,
                         redactions,
                         quarantined,
+                    }
+                    | Remembered::Proposed {
+                        id,
+                        similar_to,
+                        redactions,
+                        quarantined,
+                        ..
                     } => {
-                        println!("stored {id}");
+                        if held {
+                            println!(
+                                "proposed {id}: not served until `recall accept --tenant T {id}`"
+                            );
+                        } else {
+                            println!("stored {id}");
+                        }
                         for (kind, n) in &redactions {
                             println!("  redacted {n} × [{kind}]");
                         }
@@ -467,6 +575,30 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             cli.json,
             &engine.release(&tenant, id, &actor_or_user(actor)).await?,
         )?,
+        Command::Accept { tenant, id, actor } => show(
+            cli.json,
+            &engine.accept(&tenant, id, &actor_or_user(actor)).await?,
+        )?,
+        Command::Reject {
+            tenant,
+            id,
+            actor,
+            reason,
+        } => show(
+            cli.json,
+            &engine
+                .reject(&tenant, id, &actor_or_user(actor), reason.as_deref())
+                .await?,
+        )?,
+        Command::Proposals { tenant } => {
+            let pending = engine.proposals(&tenant).await?;
+            if cli.json {
+                print_json(&pending)?;
+            } else {
+                println!("pending proposals ({}):", pending.len());
+                pending.iter().for_each(print_proposal);
+            }
+        }
         Command::Export { tenant } => {
             for m in engine.export(&tenant).await? {
                 println!("{}", serde_json::to_string(&m)?);
@@ -600,6 +732,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 for p in &queue.similar {
                     println!("  {:.3}: {} ~ {}", p.cosine, p.older.id, p.newer.id);
                 }
+                println!("proposals ({}):", queue.proposals.len());
+                queue.proposals.iter().for_each(print_proposal);
             }
         }
         Command::Map { tenant, elements } => {
@@ -624,12 +758,28 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Consolidate {
             tenant,
+            banks,
+            kinds,
+            since,
             dry_run,
             budget,
         } => {
             let mut pass = engine.consolidate(&tenant).dry_run(dry_run);
             if let Some(budget) = budget {
                 pass = pass.budget(budget);
+            }
+            if !banks.is_empty() {
+                pass = pass.banks(banks);
+            }
+            if !kinds.is_empty() {
+                let kinds = kinds
+                    .iter()
+                    .map(|k| k.parse::<Kind>())
+                    .collect::<Result<Vec<_>, _>>()?;
+                pass = pass.kinds(kinds);
+            }
+            if let Some(since) = since {
+                pass = pass.since(parse_time(&since)?);
             }
             let pass = pass.execute().await?;
             if cli.json {
@@ -644,23 +794,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     if pass.dry_run { " (dry run)" } else { "" }
                 );
                 for p in &pass.proposals {
-                    let what = match &p.proposal {
-                        recall::Proposal::Fold { into, copies } => {
-                            format!("fold {} near copies into {into}", copies.len())
-                        }
-                        recall::Proposal::Add {
-                            derived_from,
-                            memory_kind,
-                            content,
-                            ..
-                        } => format!(
-                            "add a {memory_kind} from {} memories: {content}",
-                            derived_from.len()
-                        ),
-                        recall::Proposal::Nothing { reason } => format!("nothing: {reason}"),
-                    };
+                    let what = &p.proposal;
                     match &p.refused {
                         Some(why) => println!("  refused: {what} ({why})"),
+                        None if p.pending => println!("  proposed for review: {what}"),
                         None => println!("  {done}: {what}"),
                     }
                 }
@@ -773,13 +910,14 @@ async fn import(
     if json {
         bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
-    let (mut stored, mut deduplicated) = (0usize, 0usize);
+    let (mut stored, mut proposed, mut deduplicated) = (0usize, 0usize, 0usize);
     let total = memories.len();
     let outcome = engine
         .import(memories, batch, |outcomes| {
             for outcome in outcomes {
                 match outcome {
                     Remembered::Stored { .. } => stored += 1,
+                    Remembered::Proposed { .. } => proposed += 1,
                     Remembered::Deduplicated { .. } => deduplicated += 1,
                 }
             }
@@ -787,7 +925,7 @@ async fn import(
         })
         .await;
     bar.finish_and_clear();
-    let written = stored + deduplicated;
+    let written = stored + proposed + deduplicated;
     // Every line up to the last written memory's is done (blank lines
     // included); with none written, only the skipped ones.
     let acknowledged_lines = written
@@ -798,6 +936,7 @@ async fn import(
         let mut report = serde_json::json!({
             "read": total,
             "stored": stored,
+            "proposed": proposed,
             "deduplicated": deduplicated,
             "acknowledged_lines": acknowledged_lines,
         });
@@ -814,12 +953,15 @@ async fn import(
         return Err(anyhow::Error::new(e).context(format!(
             "import stopped at the call starting at line {failed_from} of {}: \
              the first {acknowledged_lines} lines are imported ({stored} stored, \
-             {deduplicated} deduplicated); re-run with --skip {acknowledged_lines} to go on",
+             {proposed} proposed, {deduplicated} deduplicated); re-run with --skip \
+             {acknowledged_lines} to go on",
             file.display()
         )));
     }
     if !json {
-        println!("imported {total} lines: {stored} stored, {deduplicated} deduplicated");
+        println!(
+            "imported {total} lines: {stored} stored, {proposed} proposed, {deduplicated} deduplicated"
+        );
     }
     Ok(())
 }

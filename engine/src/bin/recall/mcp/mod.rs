@@ -24,7 +24,9 @@ use tools::Policy;
 #[derive(clap::Args, Debug, Default)]
 pub struct McpArgs {
     /// A JSON object with any of `tenant`, `read` (a list), `write_bank`,
-    /// `agent`, `session` and `http`; flags and variables override it.
+    /// `agent`, `session`, `http` and `bank_modes` (a list of
+    /// `PATTERN=direct|propose`, before `--bank-mode`'s); flags and
+    /// variables override it.
     #[arg(long, env = "RECALL_CONFIG")]
     config: Option<PathBuf>,
     /// The only tenant this server reads and writes (required here, in the
@@ -51,6 +53,9 @@ pub struct McpArgs {
     /// server has no authentication of its own; put one in front of it.
     #[arg(long, requires = "http")]
     allow_remote: bool,
+    /// From the config file's `bank_modes`.
+    #[arg(skip)]
+    bank_modes: Vec<String>,
 }
 
 /// The config file's settings (`--config`); unknown keys are refused so a
@@ -65,6 +70,8 @@ struct McpFile {
     agent: Option<String>,
     session: Option<String>,
     http: Option<std::net::SocketAddr>,
+    #[serde(default)]
+    bank_modes: Vec<String>,
 }
 
 impl McpFile {
@@ -96,6 +103,7 @@ impl McpArgs {
         self.agent = self.agent.or(file.agent);
         self.session = self.session.or(file.session);
         self.http = self.http.or(file.http);
+        self.bank_modes = file.bank_modes;
         Ok(self)
     }
 
@@ -128,9 +136,15 @@ impl McpArgs {
 
 /// Serves one MCP client on stdin/stdout until it disconnects, or, with
 /// `--http`, every client that connects until the process is stopped.
-pub async fn run(data: PathBuf, args: McpArgs) -> anyhow::Result<()> {
+pub async fn run(data: PathBuf, args: McpArgs, bank_modes: &[String]) -> anyhow::Result<()> {
     let args = args.merged()?;
     let policy = args.policy()?;
+    let mut proposals = recall::ProposalPolicy::default();
+    for rule in args.bank_modes.iter().chain(bank_modes) {
+        proposals = proposals.parse_rule(rule)?;
+    }
+    // Set once, before any store is opened.
+    let _ = share::PROPOSALS.set(proposals);
     #[cfg(not(feature = "http"))]
     if let Some(addr) = args.http {
         anyhow::bail!(

@@ -71,6 +71,11 @@ pub enum Role {
     Forwarder(Remote),
 }
 
+/// The proposal rules this process opens a store with (`--bank-mode`),
+/// set once by [`super::run`]; when several processes share a store, the
+/// owner's rules decide.
+pub static PROPOSALS: std::sync::OnceLock<recall::ProposalPolicy> = std::sync::OnceLock::new();
+
 /// Finds the owner of the store in `data` or becomes it.
 pub async fn elect(data: &Path, policy: &Policy) -> anyhow::Result<Role> {
     let path = socket_path(data);
@@ -81,7 +86,8 @@ pub async fn elect(data: &Path, policy: &Policy) -> anyhow::Result<Role> {
             return Ok(Role::Forwarder(remote));
         }
         let returning = crate::returning_freed_pages();
-        let open = Engine::open(Config::new(data));
+        let proposals = PROPOSALS.get().cloned().unwrap_or_default();
+        let open = Engine::open(Config::new(data).proposals(proposals));
         tokio::pin!(open);
         // While this process waits for the lock, an owner that is still
         // starting may begin to serve: stop waiting then.

@@ -160,7 +160,7 @@ pub fn catalogue() -> Vec<ToolSpec> {
         },
         ToolSpec {
             name: "remember",
-            description: "Save something worth knowing in later sessions: a pitfall hit, a convention, a stated preference, a fact, or what a session achieved. One idea per memory, a sentence or three, specific. A near copy of an existing memory confirms it instead of adding another; a close but different one is stored and returned in similar_to so you can supersede it. Returns only once the memory is durable.",
+            description: "Save something worth knowing in later sessions: a pitfall hit, a convention, a stated preference, a fact, or what a session achieved. One idea per memory, a sentence or three, specific. A near copy of an existing memory confirms it instead of adding another; a close but different one is stored and returned in similar_to so you can supersede it. In a shared bank (a repository's or the organisation's) it is stored as a proposal that a person accepts before it is recalled. Returns only once the memory is durable.",
             schema: json!({
                 "type": "object",
                 "properties": {
@@ -223,7 +223,7 @@ pub fn catalogue() -> Vec<ToolSpec> {
         },
         ToolSpec {
             name: "review",
-            description: "List memories that need a look: recalled often but never used, flagged by drift, low confidence, similar pairs that may be versions of each other, expired session memories. Paginated: pass next_cursor back as cursor.",
+            description: "List memories that need a look: recalled often but never used, flagged by drift, low confidence, similar pairs that may be versions of each other, expired session memories, and pending proposals (writes waiting for a person to accept them, yours included, with a diff against what they would replace). Paginated: pass next_cursor back as cursor.",
             schema: json!({
                 "type": "object",
                 "properties": {
@@ -232,6 +232,17 @@ pub fn catalogue() -> Vec<ToolSpec> {
                 }
             }),
             read_only: true,
+        },
+        ToolSpec {
+            name: "consolidate",
+            description: "Tidy long-term memory in the banks this server reads: fold near copies into the oldest, turn an episode repeated across sessions into a fact, and propose that a newer memory which reads as a change (\"no longer\", \"switched to\", \"now\") supersede the older one. Supersessions, and facts for a shared bank, wait for a person to accept them. Deletes nothing. With dry_run, only says what it would do.",
+            schema: json!({
+                "type": "object",
+                "properties": {
+                    "dry_run": {"type": "boolean", "description": "Only list the proposals; write nothing (default false)."}
+                }
+            }),
+            read_only: false,
         },
         ToolSpec {
             name: "end_session",
@@ -291,6 +302,7 @@ pub async fn call(
         "get" => get(cx, &mut args).await,
         "history" => history(cx, &mut args).await,
         "review" => review(cx, &mut args).await,
+        "consolidate" => consolidate(cx, &mut args).await,
         "end_session" => end_session(cx, &mut args).await,
         other => Err(ToolError::new(
             ToolErrorKind::UnknownTool,
@@ -418,6 +430,19 @@ impl Args {
                 .collect(),
             Some((name, _)) => Err(ToolError::invalid(format!(
                 "`{name}` must be a list of strings"
+            ))),
+        }
+    }
+
+    /// A yes or no: a JSON boolean, or the string `true` or `false`.
+    fn flag(&mut self, names: &[&str]) -> Result<Option<bool>, ToolError> {
+        match self.take(names)? {
+            None => Ok(None),
+            Some((_, Value::Bool(b))) => Ok(Some(b)),
+            Some((_, Value::String(s))) if s.trim() == "true" => Ok(Some(true)),
+            Some((_, Value::String(s))) if s.trim() == "false" => Ok(Some(false)),
+            Some((name, _)) => Err(ToolError::invalid(format!(
+                "`{name}` must be true or false"
             ))),
         }
     }
@@ -636,8 +661,21 @@ async fn remember(cx: &Call<'_>, args: &mut Args) -> Result<Output, ToolError> {
             similar_to,
             quarantined,
             redactions,
+        }
+        | recall::Remembered::Proposed {
+            id,
+            similar_to,
+            quarantined,
+            redactions,
+            ..
         } => {
-            let mut lines = vec![format!("Stored {id}.")];
+            let mut lines = vec![match &outcome {
+                recall::Remembered::Proposed { .. } => format!(
+                    "Proposed {id}: the bank {} takes an agent's writes as proposals, so it will not be recalled until a person accepts it (`recall accept`). review lists your pending proposals; proposing the same thing again confirms this one.",
+                    cx.policy.write_bank
+                ),
+                _ => format!("Stored {id}."),
+            }];
             if !redactions.is_empty() {
                 lines.push(format!(
                     "Redacted before storing: {}.",
@@ -866,6 +904,17 @@ async fn review(cx: &Call<'_>, args: &mut Args) -> Result<Output, ToolError> {
             );
         }
     }
+    for p in &queue.proposals {
+        let against = p.against.as_ref().filter(|m| shown(m));
+        push(
+            "a pending proposal: waits for a person to accept or reject it",
+            &p.memory,
+            json!({
+                "against": against.map(|m| m.id),
+                "diff": against.and(p.diff.as_deref()),
+            }),
+        );
+    }
     // Quarantined memories are counted, never shown: their text tried to
     // instruct an agent, and this is an agent.
     let held = queue.quarantined.len();
@@ -902,6 +951,56 @@ async fn review(cx: &Call<'_>, args: &mut Args) -> Result<Output, ToolError> {
             "quarantined_held": held,
         }),
     })
+}
+
+async fn consolidate(cx: &Call<'_>, args: &mut Args) -> Result<Output, ToolError> {
+    let dry_run = args.flag(&["dry_run", "dry-run"])?.unwrap_or(false);
+    args.finish()?;
+    // The banks this server reads that every session shares: a session's
+    // own bank ends with the session.
+    let banks: Vec<&String> = cx
+        .policy
+        .read
+        .iter()
+        .filter(|b| !b.starts_with("session:"))
+        .collect();
+    let pass = cx
+        .engine
+        .consolidate(&cx.policy.tenant)
+        .banks(banks)
+        .dry_run(dry_run)
+        .execute()
+        .await?;
+    let lines: Vec<String> = pass
+        .proposals
+        .iter()
+        .map(|p| {
+            let what = &p.proposal;
+            let state = match (&p.refused, p.pending, p.applied) {
+                (Some(why), _, _) => format!("refused ({why})"),
+                (None, true, _) => "waits for a person to accept it".to_string(),
+                (None, false, true) => "applied".to_string(),
+                (None, false, false) => "would apply".to_string(),
+            };
+            format!("{what}: {state}")
+        })
+        .collect();
+    let text = if lines.is_empty() {
+        format!(
+            "Looked at {} memories; nothing to consolidate.",
+            pass.looked_at
+        )
+    } else {
+        format!(
+            "Looked at {} memories{}:\n{}",
+            pass.looked_at,
+            if pass.dry_run { " (dry run)" } else { "" },
+            lines.join("\n")
+        )
+    };
+    let structured = serde_json::to_value(&pass)
+        .map_err(|e| ToolError::new(ToolErrorKind::Failed, e.to_string()))?;
+    Ok(Output { text, structured })
 }
 
 async fn end_session(cx: &Call<'_>, args: &mut Args) -> Result<Output, ToolError> {
@@ -968,7 +1067,12 @@ mod tests {
     }
 
     async fn engine(dir: &std::path::Path) -> Engine {
-        match Engine::open(Config::new(dir).model(ModelSource::None)).await {
+        // `org` takes the test agent's writes directly here; the default
+        // (proposals) is tested end to end (tests/mcp/e2e.py).
+        let config = Config::new(dir)
+            .model(ModelSource::None)
+            .proposals(recall::ProposalPolicy::direct());
+        match Engine::open(config).await {
             Ok(e) => e,
             Err(e) => panic!("open: {e}"),
         }
