@@ -354,8 +354,7 @@ fn key(p: &Proposal) -> String {
             memory_kind,
             ..
         } => format!("add {memory_kind} from {}", set(derived_from)),
-        Proposal::Supersede { old, by } => format!("supersede {old} by {by}"),
-        Proposal::Nothing { reason } => format!("nothing {reason}"),
+        other => other.to_string(),
     }
 }
 

@@ -25,6 +25,10 @@
 //!    person or agent accepts it ([`crate::Engine::accept`]). A value
 //!    changed three times makes a chain of two proposals.
 //!
+//! A consolidator of the caller's (or a [`LanguageModel`]'s answer) may also
+//! propose a [`Proposal::Replace`] (several memories by one new content)
+//! and a [`Proposal::Confirm`] (a memory confirmed by evidence).
+//!
 //! Forks and cycles cannot be auto-resolved either: a memory is superseded
 //! once, so of two proposals replacing the same memory the second to be
 //! accepted is refused and stays pending for a person to reject.
@@ -104,6 +108,29 @@ pub enum Proposal {
         #[serde(default)]
         elements: Vec<String>,
     },
+    /// A new memory that says what `old` say (several wordings merged into
+    /// one, or a value restated): written through the write path with
+    /// `derived_from` the olds, and superseding each of them (in a bank
+    /// that holds writes for review, once it is accepted).
+    Replace {
+        /// The memories it replaces, all in one bank.
+        old: Vec<Uuid>,
+        /// Its kind.
+        memory_kind: Kind,
+        /// Its content.
+        content: String,
+        /// Its elements.
+        #[serde(default)]
+        elements: Vec<String>,
+    },
+    /// `evidence` shows that `id` still holds: `id` is confirmed once per
+    /// piece of evidence; the evidence stays.
+    Confirm {
+        /// The memory confirmed.
+        id: Uuid,
+        /// The memories that confirm it.
+        evidence: Vec<Uuid>,
+    },
     /// `by` (newer, served) reads as a change of `old`: once accepted,
     /// `old` is superseded by `by`. Never applied by the pass itself: it
     /// waits in the review queue ([`crate::Engine::proposals`]).
@@ -139,6 +166,19 @@ impl std::fmt::Display for Proposal {
                 "add a {memory_kind} from {} memories: {content}",
                 derived_from.len()
             ),
+            Proposal::Replace {
+                old,
+                memory_kind,
+                content,
+                ..
+            } => write!(
+                f,
+                "replace {} memories by a {memory_kind}: {content}",
+                old.len()
+            ),
+            Proposal::Confirm { id, evidence } => {
+                write!(f, "confirm {id} by {} memories", evidence.len())
+            }
             Proposal::Supersede { old, by } => write!(f, "supersede {old} by {by}"),
             Proposal::Nothing { reason } => write!(f, "nothing: {reason}"),
         }
@@ -153,6 +193,10 @@ impl Proposal {
                 .chain(copies.iter().copied())
                 .collect(),
             Proposal::Add { derived_from, .. } => derived_from.clone(),
+            Proposal::Replace { old, .. } => old.clone(),
+            Proposal::Confirm { id, evidence } => std::iter::once(*id)
+                .chain(evidence.iter().copied())
+                .collect(),
             Proposal::Supersede { old, by } => vec![*old, *by],
             Proposal::Nothing { .. } => Vec::new(),
         }

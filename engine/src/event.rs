@@ -54,10 +54,7 @@ pub(crate) enum Event {
     /// A proposal: written with a memory a `propose` bank holds back
     /// (`held`), or on a served memory a consolidation proposed should
     /// replace `supersedes`. Waits for `Accepted` or `Rejected`.
-    Proposed {
-        held: bool,
-        supersedes: Option<Uuid>,
-    },
+    Proposed { held: bool, supersedes: Vec<Uuid> },
     /// A person or agent accepted the memory's proposal.
     Accepted { by: String },
     /// A person or agent rejected the memory's proposal.
@@ -136,12 +133,21 @@ impl Event {
             Event::Redacted(counts) => Some(encode_counts(counts)),
             Event::Quarantined { rule, trust } => Some(format!("{rule}|{}", trust.as_str())),
             Event::Released { by } | Event::Accepted { by } => Some(by.clone()),
-            // `held` or `served`, then the superseded id after a `|`.
-            Event::Proposed { held, supersedes } => Some(format!(
-                "{}{}",
-                if *held { "held" } else { "served" },
-                supersedes.map(|id| format!("|{id}")).unwrap_or_default()
-            )),
+            // `held` or `served`, then the superseded ids after a `|`.
+            Event::Proposed { held, supersedes } => {
+                let mode = if *held { "held" } else { "served" };
+                Some(match supersedes.is_empty() {
+                    true => mode.to_string(),
+                    false => format!(
+                        "{mode}|{}",
+                        supersedes
+                            .iter()
+                            .map(Uuid::to_string)
+                            .collect::<Vec<_>>()
+                            .join(",")
+                    ),
+                })
+            }
             // Who, then why after a line break (an actor is one line).
             Event::Rejected { by, reason } => Some(match reason {
                 Some(reason) => format!("{by}\n{reason}"),
@@ -229,8 +235,14 @@ impl Event {
                 let bad = || EventDecodeError::BadArg { op: op::PROPOSED };
                 let text = need(op::PROPOSED)?;
                 let (mode, supersedes) = match text.split_once('|') {
-                    Some((mode, id)) => (mode, Some(Uuid::parse_str(id).map_err(|_| bad())?)),
-                    None => (text, None),
+                    Some((mode, ids)) => (
+                        mode,
+                        ids.split(',')
+                            .map(Uuid::parse_str)
+                            .collect::<Result<Vec<_>, _>>()
+                            .map_err(|_| bad())?,
+                    ),
+                    None => (text, Vec::new()),
                 };
                 let held = match mode {
                     "held" => true,
@@ -311,12 +323,14 @@ mod tests {
             proptest::collection::vec(any::<u128>(), 1..5)
                 .prop_map(|ns| Event::DerivedFrom(ns.into_iter().map(Uuid::from_u128).collect())),
             Just(Event::Consolidated),
-            (any::<bool>(), proptest::option::of(any::<u128>())).prop_map(|(held, id)| {
-                Event::Proposed {
+            (
+                any::<bool>(),
+                proptest::collection::vec(any::<u128>(), 0..3)
+            )
+                .prop_map(|(held, ids)| Event::Proposed {
                     held,
-                    supersedes: id.map(Uuid::from_u128),
-                }
-            }),
+                    supersedes: ids.into_iter().map(Uuid::from_u128).collect(),
+                }),
             word().prop_map(|by| Event::Accepted { by }),
             (word(), proptest::option::of("[a-z ,.\n]{0,40}"))
                 .prop_map(|(by, reason)| Event::Rejected { by, reason }),

@@ -156,8 +156,9 @@ pub struct Proposed {
     /// proposal that is not held is a served memory a consolidation
     /// proposed should replace `supersedes`.
     pub held: bool,
-    /// The memory it replaces once accepted.
-    pub supersedes: Option<Uuid>,
+    /// The memories it replaces once accepted (most often one; a
+    /// consolidation's replacement may name several).
+    pub supersedes: Vec<Uuid>,
     /// Pending, accepted or rejected (`status`, and `by` and `reason` once
     /// decided, in JSON).
     #[serde(flatten)]

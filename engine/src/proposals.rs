@@ -33,7 +33,7 @@ use crate::write_policy::near_copies;
 pub struct PendingProposal {
     /// The proposal (its [`Memory::proposal`] says what it proposes).
     pub memory: Memory,
-    /// What it is compared with: the memory it supersedes once accepted,
+    /// What it is compared with: the (first) memory it supersedes once accepted,
     /// or else its nearest active memory of the bank in the similar band
     /// or closer (what it may duplicate).
     pub against: Option<Memory>,
@@ -79,24 +79,22 @@ pub(crate) fn plan_accept(
             reason: "was forgotten or superseded while it waited".into(),
         });
     }
-    let target = match proposal.supersedes {
-        Some(old) => {
-            let old_index = *t
-                .by_id
-                .get(&old)
-                .ok_or_else(|| Error::not_found(tenant, old))?;
-            if !t.memories[old_index].is_active() {
-                return Err(Error::Conflict {
-                    id: old,
-                    reason: "is no longer active (another change replaced or forgot it \
-                             while this proposal waited): reject the proposal or propose again"
-                        .into(),
-                });
-            }
-            Some(old_index)
+    let mut targets = Vec::with_capacity(proposal.supersedes.len());
+    for &old in &proposal.supersedes {
+        let old_index = *t
+            .by_id
+            .get(&old)
+            .ok_or_else(|| Error::not_found(tenant, old))?;
+        if !t.memories[old_index].is_active() {
+            return Err(Error::Conflict {
+                id: old,
+                reason: "is no longer active (another change replaced or forgot it \
+                         while this proposal waited): reject the proposal or propose again"
+                    .into(),
+            });
         }
-        None => None,
-    };
+        targets.push(old_index);
+    }
     let accepted = Event::Accepted { by: by.to_string() };
     let entry = |op: AuditOp, ids: &[Uuid]| {
         let mut e = AuditEntry::new(now_ms, tenant, op).actor(Some(by.to_string()));
@@ -109,7 +107,7 @@ pub(crate) fn plan_accept(
     };
     if proposal.held {
         // Written now, it would confirm a served near copy instead.
-        if target.is_none()
+        if targets.is_empty()
             && let Some((copy, _)) = nearest_active(t, index, write)
                 .filter(|(_, cos)| write.band(*cos) == Band::NearCopy)
         {
@@ -128,7 +126,7 @@ pub(crate) fn plan_accept(
         if let Some(title) = &m.row.title
             && let Some(&holder) = t.titles.get(title)
             && holder != index
-            && Some(holder) != target
+            && !targets.contains(&holder)
         {
             return Err(Error::TitleTaken {
                 title: title.clone(),
@@ -136,7 +134,7 @@ pub(crate) fn plan_accept(
             });
         }
     }
-    if let Some(old_index) = target {
+    for old_index in targets {
         let old = t.memories[old_index].id;
         plan.records
             .push(Event::SupersededBy(id).record(tenant, Some(old), now_ms));
@@ -323,19 +321,23 @@ impl Engine {
                 m.pending().is_some() && !m.forgotten && m.superseded_by.is_none()
             })
             .collect();
-        let target = |i: usize| t.memories[i].pending().and_then(|p| p.supersedes);
+        let targets = |i: usize| -> &[Uuid] {
+            t.memories[i]
+                .pending()
+                .map_or(&[], |p| p.supersedes.as_slice())
+        };
         let mut by_target: HashMap<Uuid, Vec<Uuid>> = HashMap::new();
         for &i in &waiting {
-            if let Some(old) = target(i) {
-                by_target.entry(old).or_default().push(t.memories[i].id);
+            for old in targets(i) {
+                by_target.entry(*old).or_default().push(t.memories[i].id);
             }
         }
         Ok(waiting
             .into_iter()
             .map(|i| (i, &t.memories[i]))
             .map(|(i, m)| {
-                let against = match m.pending().and_then(|p| p.supersedes) {
-                    Some(old) => t.by_id.get(&old).copied(),
+                let against = match targets(i).first() {
+                    Some(old) => t.by_id.get(old).copied(),
                     None => nearest_active(t, i, write).map(|(j, _)| j),
                 };
                 let vector = |k: usize| t.vectors.row(t.memories[k].vector_row?);
@@ -344,10 +346,18 @@ impl Engine {
                     cosine: against.and_then(|j| Some(recall_indexer::dot(vector(i)?, vector(j)?))),
                     diff: against.map(|j| word_diff(&t.memories[j].row.content, &m.row.content)),
                     against: against.map(|j| t.view(j)),
-                    rivals: target(i)
-                        .and_then(|old| by_target.get(&old))
-                        .map(|ids| ids.iter().copied().filter(|id| *id != m.id).collect())
-                        .unwrap_or_default(),
+                    rivals: {
+                        let mut rivals: Vec<Uuid> = targets(i)
+                            .iter()
+                            .filter_map(|old| by_target.get(old))
+                            .flatten()
+                            .copied()
+                            .filter(|id| *id != m.id)
+                            .collect();
+                        rivals.sort_unstable();
+                        rivals.dedup();
+                        rivals
+                    },
                 }
             })
             .collect())

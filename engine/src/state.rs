@@ -448,8 +448,8 @@ impl TenantState {
             return;
         };
         p.status = ProposalStatus::Accepted { by };
-        if let Some(old) = p.supersedes {
-            m.row.supersedes = Some(old);
+        if let Some(old) = p.supersedes.first() {
+            m.row.supersedes = Some(*old);
         }
         if m.is_active() {
             self.meta[index].active = true;

@@ -294,7 +294,7 @@ pub(crate) fn decide(
         if proposal {
             let event = Event::Proposed {
                 held: true,
-                supersedes: superseded.map(|s| s.id),
+                supersedes: superseded.map(|s| s.id).into_iter().collect(),
             };
             records.push(event.record(&item.tenant, Some(id), now_ms));
             record_placements.push(None);

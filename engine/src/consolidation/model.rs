@@ -91,6 +91,11 @@ of them with their cosine similarity. Propose only what the memories support:\n\
 - add: a memory made from several others (e.g. an episode repeated across sessions \
 becomes a fact), quoting or summarising them, in their bank: \
 {\"kind\":\"add\",\"derived_from\":[ID,...],\"memory_kind\":\"fact\",\"content\":TEXT,\"elements\":[...]};\n\
+- replace: several memories that say one thing (or one whose wording should change) are \
+replaced by one new memory in their bank: \
+{\"kind\":\"replace\",\"old\":[ID,...],\"memory_kind\":\"fact\",\"content\":TEXT,\"elements\":[...]};\n\
+- confirm: memories that show an older one still holds confirm it: \
+{\"kind\":\"confirm\",\"id\":ID,\"evidence\":[ID,...]};\n\
 - supersede: a newer memory that changes what an older one says replaces it (a person \
 reviews it first): {\"kind\":\"supersede\",\"old\":ID,\"by\":ID};\n\
 - nothing, with a reason: {\"kind\":\"nothing\",\"reason\":TEXT}.\n\
@@ -156,6 +161,13 @@ Answer with one JSON object {\"proposals\": [...]} and nothing else.";
                     "content": {"type": "string", "minLength": 1},
                     "elements": {"type": "array", "items": {"type": "string"}}
                 }), &["derived_from", "memory_kind", "content"]),
+                variant("replace", json!({
+                    "old": ids,
+                    "memory_kind": {"enum": kinds},
+                    "content": {"type": "string", "minLength": 1},
+                    "elements": {"type": "array", "items": {"type": "string"}}
+                }), &["old", "memory_kind", "content"]),
+                variant("confirm", json!({"id": id, "evidence": ids}), &["id", "evidence"]),
                 variant("supersede", json!({"old": id, "by": id}), &["old", "by"]),
                 variant("nothing", json!({"reason": {"type": "string"}}), &["reason"]),
             ]}}}

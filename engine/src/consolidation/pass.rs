@@ -339,6 +339,36 @@ impl Consolidate {
                     pending: matches!(written, Remembered::Proposed { .. }),
                 })
             }
+            Proposal::Replace {
+                old,
+                memory_kind,
+                content,
+                elements,
+            } => {
+                self.replace(old, *memory_kind, content, elements, batch)
+                    .await
+            }
+            Proposal::Confirm { id, evidence } => {
+                for piece in evidence {
+                    let seen = engine.lookup(tenant, *piece)?;
+                    let audit = engine
+                        .audit_entry(tenant, AuditOp::Consolidate, &[*id, *piece])
+                        .detail(Some(format!("confirmed by {piece}")));
+                    engine
+                        .append_audited_event(
+                            tenant,
+                            Some(*id),
+                            Event::Confirm,
+                            Some(to_ms(seen.last_confirmed_at)),
+                            Some(audit),
+                        )
+                        .await?;
+                }
+                Ok(Applied {
+                    memory: Some(*id),
+                    pending: false,
+                })
+            }
             Proposal::Supersede { old, by } => {
                 for id in [old, by] {
                     if !engine.lookup(tenant, *id)?.is_active() {
@@ -355,7 +385,7 @@ impl Consolidate {
                     )));
                 let event = Event::Proposed {
                     held: false,
-                    supersedes: Some(*old),
+                    supersedes: vec![*old],
                 };
                 engine
                     .append_audited_event(tenant, Some(*by), event, None, Some(audit))
@@ -366,6 +396,77 @@ impl Consolidate {
                 })
             }
             Proposal::Nothing { .. } => Ok(Applied::default()),
+        }
+    }
+}
+
+impl Consolidate {
+    /// Applies a checked `replace`: the new memory through the write path
+    /// (superseding the first old memory there, derived from all of them),
+    /// then each other old memory superseded by it; in a bank that holds
+    /// writes for review, the proposal names every old memory instead.
+    async fn replace(
+        &self,
+        old: &[Uuid],
+        kind: Kind,
+        content: &str,
+        elements: &[String],
+        batch: &HashMap<Uuid, &Memory>,
+    ) -> Result<Applied> {
+        let (engine, tenant) = (&self.engine, self.tenant.as_str());
+        let (first, rest) = old
+            .split_first()
+            .ok_or_else(|| Error::invalid("old", "replaces nothing"))?;
+        let bank = batch
+            .get(first)
+            .map(|m| m.bank.clone())
+            .ok_or_else(|| Error::invalid("old", "names no memory of the batch"))?;
+        let mut memory = NewMemory::new(tenant, bank, kind, content)
+            .derived_from(old.iter().copied())
+            .supersedes(first.to_string())
+            .agent(AGENT);
+        memory.elements = elements.to_vec();
+        let written = engine.remember(memory).await?;
+        match written {
+            Remembered::Stored { id, .. } => {
+                for gone in rest {
+                    let audit = engine
+                        .audit_entry(tenant, AuditOp::Consolidate, &[*gone, id])
+                        .detail(Some(format!("replaced by {id}")));
+                    engine
+                        .append_audited_event(
+                            tenant,
+                            Some(*gone),
+                            Event::SupersededBy(id),
+                            None,
+                            Some(audit),
+                        )
+                        .await?;
+                }
+                Ok(Applied {
+                    memory: Some(id),
+                    pending: false,
+                })
+            }
+            Remembered::Proposed { id, .. } => {
+                if !rest.is_empty() {
+                    let event = Event::Proposed {
+                        held: true,
+                        supersedes: old.to_vec(),
+                    };
+                    engine.append_event(tenant, Some(id), event, None).await?;
+                }
+                Ok(Applied {
+                    memory: Some(id),
+                    pending: true,
+                })
+            }
+            Remembered::Deduplicated { id, .. } => Err(Error::Conflict {
+                id,
+                reason: "already says the replacement (it was confirmed instead); \
+                         propose a fold into it"
+                    .into(),
+            }),
         }
     }
 }
@@ -407,7 +508,13 @@ fn check(proposal: &Proposal, batch: &HashMap<Uuid, &Memory>) -> std::result::Re
         Proposal::Add { derived_from, .. } if derived_from.is_empty() => {
             Err("is derived from nothing".into())
         }
-        Proposal::Add { content, .. } if content.trim().is_empty() => Err("has no content".into()),
+        Proposal::Add { content, .. } | Proposal::Replace { content, .. }
+            if content.trim().is_empty() =>
+        {
+            Err("has no content".into())
+        }
+        Proposal::Replace { old, .. } if old.is_empty() => Err("replaces nothing".into()),
+        Proposal::Confirm { evidence, .. } if evidence.is_empty() => Err("has no evidence".into()),
         _ => Ok(()),
     }
 }

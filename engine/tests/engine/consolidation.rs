@@ -588,6 +588,8 @@ async fn a_models_answer_is_checked_like_any_proposal() {
             {"kind": "add", "derived_from": [a, web], "memory_kind": "fact", "content": "Across banks."},
             {"kind": "add", "derived_from": [a, b], "memory_kind": "fact", "content": "Episodes 0 and 1 happened in the api.", "elements": ["Api"]},
             {"kind": "nothing", "reason": "the rest is unrelated"},
+            {"kind": "confirm", "id": a, "evidence": [b]},
+            {"kind": "replace", "old": [a, b], "memory_kind": "note", "content": "The api had one incident, told twice."},
         ]})
         .to_string())
     });
@@ -600,7 +602,7 @@ async fn a_models_answer_is_checked_like_any_proposal() {
     let applied: Vec<bool> = pass.proposals.iter().map(|p| p.applied).collect();
     assert_eq!(
         applied,
-        [false, false, false, true, true],
+        [false, false, false, true, true, true, true],
         "{:#?}",
         pass.proposals
     );
@@ -623,9 +625,23 @@ async fn a_models_answer_is_checked_like_any_proposal() {
         (fact.kind, fact.derived_from.clone()),
         (Kind::Fact, vec![a, b])
     );
-    for id in &ids {
-        assert!(engine.get(TENANT, *id).await.unwrap().is_active());
-    }
+    // Confirmed by its evidence, then replaced with the other by one note.
+    let merged = pass.proposals[6].memory.expect("the replacement");
+    let first = engine.get(TENANT, a).await.unwrap();
+    assert_eq!(
+        (first.confirmations, first.superseded_by),
+        (1, Some(merged))
+    );
+    assert_eq!(
+        engine.get(TENANT, b).await.unwrap().superseded_by,
+        Some(merged)
+    );
+    let note = engine.get(TENANT, merged).await.unwrap();
+    assert!(
+        note.is_active() && note.derived_from == vec![a, b],
+        "{note:?}"
+    );
+    assert!(engine.get(TENANT, web).await.unwrap().is_active());
     assert_eq!(engine.export("globex").await.unwrap().len(), 1);
 }
 

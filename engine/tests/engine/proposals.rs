@@ -354,3 +354,62 @@ async fn a_policy_of_direct_banks_holds_nothing() {
         .unwrap();
     assert!(matches!(team, Remembered::Proposed { .. }), "{team:?}");
 }
+
+/// Replaces the batch's two memories by one note.
+struct Merge;
+
+impl recall::Consolidator for Merge {
+    fn propose(&self, batch: &recall::ConsolidationBatch) -> Vec<recall::Proposal> {
+        vec![recall::Proposal::Replace {
+            old: batch.memories.iter().map(|m| m.id).collect(),
+            memory_kind: Kind::Convention,
+            content: "Deploys need a green build and one approval.".into(),
+            elements: Vec::new(),
+        }]
+    }
+}
+
+#[tokio::test]
+async fn a_consolidation_that_replaces_team_memories_waits_for_review() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = open(dir.path()).await;
+    let mut old = Vec::new();
+    for text in [
+        "Deploys need a green build.",
+        "A deploy needs one approval.",
+    ] {
+        let m = NewMemory::new(TENANT, REPO, Kind::Convention, text).trust(Trust::User);
+        old.push(engine.remember(m).await.unwrap().id());
+    }
+    let pass = engine
+        .consolidate(TENANT)
+        .consolidator(Merge)
+        .execute()
+        .await
+        .unwrap();
+    let outcome = &pass.proposals[0];
+    assert!(outcome.applied && outcome.pending, "{outcome:#?}");
+    let merged = outcome.memory.expect("the proposal");
+    for id in &old {
+        assert!(
+            engine.get(TENANT, *id).await.unwrap().is_active(),
+            "served until accepted"
+        );
+    }
+    let pending = engine.proposals(TENANT).await.unwrap();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(
+        pending[0]
+            .memory
+            .proposal
+            .as_ref()
+            .map(|p| p.supersedes.clone()),
+        Some(old.clone())
+    );
+    engine.accept(TENANT, merged, "ann").await.unwrap();
+    for id in &old {
+        let m = engine.get(TENANT, *id).await.unwrap();
+        assert_eq!(m.superseded_by, Some(merged), "{m:?}");
+    }
+    assert!(engine.get(TENANT, merged).await.unwrap().is_active());
+}

@@ -383,10 +383,12 @@ fn print_proposal(p: &recall::PendingProposal) {
     print!("  ");
     print_memory(&p.memory);
     if let Some(against) = &p.against {
-        let verb = match p.memory.proposal.as_ref().and_then(|x| x.supersedes) {
-            Some(_) => "supersedes",
-            None => "near",
-        };
+        let replaces = p
+            .memory
+            .proposal
+            .as_ref()
+            .is_some_and(|x| !x.supersedes.is_empty());
+        let verb = if replaces { "supersedes" } else { "near" };
         println!(
             "    {verb} {}{}",
             against.id,
