@@ -26,8 +26,9 @@
 //!    changed three times makes a chain of two proposals.
 //!
 //! A consolidator of the caller's (or a [`LanguageModel`]'s answer) may also
-//! propose a [`Proposal::Replace`] (several memories by one new content)
-//! and a [`Proposal::Confirm`] (a memory confirmed by evidence).
+//! propose a [`Proposal::Replace`] (several memories by one new content),
+//! a [`Proposal::Confirm`] (a memory confirmed by evidence) and a
+//! [`Proposal::Link`] (two memories that belong together).
 //!
 //! Forks and cycles cannot be auto-resolved either: a memory is superseded
 //! once, so of two proposals replacing the same memory the second to be
@@ -131,6 +132,14 @@ pub enum Proposal {
         /// The memories that confirm it.
         evidence: Vec<Uuid>,
     },
+    /// `a` and `b` belong together: recall brings `b` in beside `a` as it
+    /// would a `[[Title]]` link from `a`.
+    Link {
+        /// The memory that links.
+        a: Uuid,
+        /// The memory it links to.
+        b: Uuid,
+    },
     /// `by` (newer, served) reads as a change of `old`: once accepted,
     /// `old` is superseded by `by`. Never applied by the pass itself: it
     /// waits in the review queue ([`crate::Engine::proposals`]).
@@ -179,6 +188,7 @@ impl std::fmt::Display for Proposal {
             Proposal::Confirm { id, evidence } => {
                 write!(f, "confirm {id} by {} memories", evidence.len())
             }
+            Proposal::Link { a, b } => write!(f, "link {a} to {b}"),
             Proposal::Supersede { old, by } => write!(f, "supersede {old} by {by}"),
             Proposal::Nothing { reason } => write!(f, "nothing: {reason}"),
         }
@@ -198,6 +208,7 @@ impl Proposal {
                 .chain(evidence.iter().copied())
                 .collect(),
             Proposal::Supersede { old, by } => vec![*old, *by],
+            Proposal::Link { a, b } => vec![*a, *b],
             Proposal::Nothing { .. } => Vec::new(),
         }
     }

@@ -55,6 +55,9 @@ pub(crate) enum Event {
     /// (`held`), or on a served memory a consolidation proposed should
     /// replace `supersedes`. Waits for `Accepted` or `Rejected`.
     Proposed { held: bool, supersedes: Vec<Uuid> },
+    /// The memory is linked to the given one (a consolidation said the two
+    /// belong together): recall brings it in as a `[[Title]]` link would.
+    Linked(Uuid),
     /// A person or agent accepted the memory's proposal.
     Accepted { by: String },
     /// A person or agent rejected the memory's proposal.
@@ -94,6 +97,7 @@ mod op {
     pub const DERIVED_FROM: &str = "derived_from";
     pub const CONSOLIDATED: &str = "consolidated";
     pub const PROPOSED: &str = "proposed";
+    pub const LINKED: &str = "linked";
     pub const ACCEPTED: &str = "accepted";
     pub const REJECTED: &str = "rejected";
 }
@@ -116,6 +120,7 @@ impl Event {
             Event::DerivedFrom(_) => op::DERIVED_FROM,
             Event::Consolidated => op::CONSOLIDATED,
             Event::Proposed { .. } => op::PROPOSED,
+            Event::Linked(_) => op::LINKED,
             Event::Accepted { .. } => op::ACCEPTED,
             Event::Rejected { .. } => op::REJECTED,
         }
@@ -125,7 +130,7 @@ impl Event {
     pub(crate) fn arg(&self) -> Option<String> {
         match self {
             Event::Confirm | Event::Forget | Event::Consolidated => None,
-            Event::SupersededBy(id) => Some(id.to_string()),
+            Event::SupersededBy(id) | Event::Linked(id) => Some(id.to_string()),
             Event::Impression { session }
             | Event::Citation { session }
             | Event::SessionEnd { session } => Some(session.clone()),
@@ -251,6 +256,10 @@ impl Event {
                 };
                 Event::Proposed { held, supersedes }
             }
+            op::LINKED => Event::Linked(
+                Uuid::parse_str(need(op::LINKED)?)
+                    .map_err(|_| EventDecodeError::BadArg { op: op::LINKED })?,
+            ),
             op::ACCEPTED => Event::Accepted {
                 by: need(op::ACCEPTED)?.to_string(),
             },
@@ -332,6 +341,7 @@ mod tests {
                     supersedes: ids.into_iter().map(Uuid::from_u128).collect(),
                 }),
             word().prop_map(|by| Event::Accepted { by }),
+            any::<u128>().prop_map(|n| Event::Linked(Uuid::from_u128(n))),
             (word(), proptest::option::of("[a-z ,.\n]{0,40}"))
                 .prop_map(|(by, reason)| Event::Rejected { by, reason }),
         ]

@@ -101,6 +101,9 @@ pub(crate) struct MemoryState {
     /// What it proposes, when it is a proposal ([`Proposed`]); boxed, as
     /// nearly every memory is none.
     pub(crate) proposal: Option<Box<Proposed>>,
+    /// Memories a consolidation linked it to (`Event::Linked`); boxed, as
+    /// nearly every memory has none.
+    pub(crate) linked: Option<Box<[Uuid]>>,
 }
 
 impl MemoryState {
@@ -426,6 +429,16 @@ impl TenantState {
                     title: title.clone(),
                     id: self.titles.get(title).map(|i| self.memories[*i].id),
                 })
+                // Links by id: named by the other memory's title, or its id.
+                .chain(m.linked.iter().flat_map(|ids| ids.iter()).map(|id| {
+                    Link {
+                        title: self
+                            .get(id)
+                            .and_then(|other| other.row.title.clone())
+                            .unwrap_or_else(|| id.to_string()),
+                        id: Some(*id),
+                    }
+                }))
                 .collect(),
             redactions: m.screening.redactions().cloned().unwrap_or_default(),
             quarantine_rule: m.screening.quarantine().map(|(rule, _)| rule.to_string()),
@@ -679,6 +692,7 @@ impl State {
             screening: Screening::default(),
             derived_from: None,
             proposal: None,
+            linked: None,
         });
     }
 
@@ -797,6 +811,14 @@ impl State {
                 }
             }
             Event::Accepted { by } => tenant.accepted(index, by),
+            Event::Linked(to) => {
+                let m = &mut tenant.memories[index];
+                let mut linked = m.linked.take().map(Vec::from).unwrap_or_default();
+                if !linked.contains(&to) {
+                    linked.push(to);
+                }
+                m.linked = Some(linked.into_boxed_slice());
+            }
             Event::Rejected { by, reason } => {
                 if let Some(p) = tenant.memories[index].proposal.as_deref_mut() {
                     p.status = ProposalStatus::Rejected { by, reason };

@@ -66,6 +66,7 @@ fn python_sdk_client_end_to_end() {
             "recall_mark_used_end_session",
             "quarantine_stays_out",
             "bad_input_answered_server_keeps_serving",
+            "proposals_wait_for_review",
             "restart_finds_everything",
             "other_tenant_sees_nothing",
             "two_clients_see_each_other",

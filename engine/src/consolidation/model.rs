@@ -96,6 +96,8 @@ replaced by one new memory in their bank: \
 {\"kind\":\"replace\",\"old\":[ID,...],\"memory_kind\":\"fact\",\"content\":TEXT,\"elements\":[...]};\n\
 - confirm: memories that show an older one still holds confirm it: \
 {\"kind\":\"confirm\",\"id\":ID,\"evidence\":[ID,...]};\n\
+- link: two memories that belong together (one explains or depends on the other): \
+{\"kind\":\"link\",\"a\":ID,\"b\":ID};\n\
 - supersede: a newer memory that changes what an older one says replaces it (a person \
 reviews it first): {\"kind\":\"supersede\",\"old\":ID,\"by\":ID};\n\
 - nothing, with a reason: {\"kind\":\"nothing\",\"reason\":TEXT}.\n\
@@ -168,6 +170,7 @@ Answer with one JSON object {\"proposals\": [...]} and nothing else.";
                     "elements": {"type": "array", "items": {"type": "string"}}
                 }), &["old", "memory_kind", "content"]),
                 variant("confirm", json!({"id": id, "evidence": ids}), &["id", "evidence"]),
+                variant("link", json!({"a": id, "b": id}), &["a", "b"]),
                 variant("supersede", json!({"old": id, "by": id}), &["old", "by"]),
                 variant("nothing", json!({"reason": {"type": "string"}}), &["reason"]),
             ]}}}

@@ -369,6 +369,18 @@ impl Consolidate {
                     pending: false,
                 })
             }
+            Proposal::Link { a, b } => {
+                let audit = engine
+                    .audit_entry(tenant, AuditOp::Consolidate, &[*a, *b])
+                    .detail(Some(format!("linked to {b}")));
+                engine
+                    .append_audited_event(tenant, Some(*a), Event::Linked(*b), None, Some(audit))
+                    .await?;
+                Ok(Applied {
+                    memory: Some(*a),
+                    pending: false,
+                })
+            }
             Proposal::Supersede { old, by } => {
                 for id in [old, by] {
                     if !engine.lookup(tenant, *id)?.is_active() {

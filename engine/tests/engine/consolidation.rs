@@ -588,6 +588,7 @@ async fn a_models_answer_is_checked_like_any_proposal() {
             {"kind": "add", "derived_from": [a, web], "memory_kind": "fact", "content": "Across banks."},
             {"kind": "add", "derived_from": [a, b], "memory_kind": "fact", "content": "Episodes 0 and 1 happened in the api.", "elements": ["Api"]},
             {"kind": "nothing", "reason": "the rest is unrelated"},
+            {"kind": "link", "a": a, "b": b},
             {"kind": "confirm", "id": a, "evidence": [b]},
             {"kind": "replace", "old": [a, b], "memory_kind": "note", "content": "The api had one incident, told twice."},
         ]})
@@ -602,7 +603,7 @@ async fn a_models_answer_is_checked_like_any_proposal() {
     let applied: Vec<bool> = pass.proposals.iter().map(|p| p.applied).collect();
     assert_eq!(
         applied,
-        [false, false, false, true, true, true, true],
+        [false, false, false, true, true, true, true, true],
         "{:#?}",
         pass.proposals
     );
@@ -625,9 +626,13 @@ async fn a_models_answer_is_checked_like_any_proposal() {
         (fact.kind, fact.derived_from.clone()),
         (Kind::Fact, vec![a, b])
     );
-    // Confirmed by its evidence, then replaced with the other by one note.
-    let merged = pass.proposals[6].memory.expect("the replacement");
+    // Linked to the other, confirmed by it, then replaced with it by one note.
+    let merged = pass.proposals[7].memory.expect("the replacement");
     let first = engine.get(TENANT, a).await.unwrap();
+    assert_eq!(
+        first.links.iter().map(|l| l.id).collect::<Vec<_>>(),
+        vec![Some(b)]
+    );
     assert_eq!(
         (first.confirmations, first.superseded_by),
         (1, Some(merged))
