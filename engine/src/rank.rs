@@ -321,7 +321,7 @@ fn quoted_once(tenant: &TenantState, scored: &mut Vec<(usize, Breakdown)>) {
     let mut quoted_by: HashMap<usize, usize> = HashMap::new();
     for &(d, _) in scored.iter() {
         let derived = &tenant.memories[d];
-        for source in derived.derived_from.as_deref().unwrap_or_default() {
+        for source in derived.derived_from() {
             if let Some(&s) = tenant.by_id.get(source)
                 && tenant.memories[s].row.content == derived.row.content
             {

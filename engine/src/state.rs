@@ -95,15 +95,21 @@ pub(crate) struct MemoryState {
     pub(crate) folded_hash: u64,
     /// What redaction replaced and why screening quarantined it, if either did.
     pub(crate) screening: Screening,
-    /// The memories it was made from ([`crate::NewMemory::derived_from`]);
-    /// boxed, as nearly every memory has none.
-    pub(crate) derived_from: Option<Box<[Uuid]>>,
-    /// What it proposes, when it is a proposal ([`Proposed`]); boxed, as
-    /// nearly every memory is none.
-    pub(crate) proposal: Option<Box<Proposed>>,
-    /// Memories a consolidation linked it to (`Event::Linked`); boxed, as
-    /// nearly every memory has none.
-    pub(crate) linked: Option<Box<[Uuid]>>,
+    /// What it was made from, what it links to and what it proposes
+    /// ([`Relations`]); boxed, as nearly every memory has none of them.
+    pub(crate) relations: Option<Box<Relations>>,
+}
+
+/// A memory's relations to others that few memories have, boxed together
+/// so a memory without any holds one pointer.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Relations {
+    /// The memories it was made from ([`crate::NewMemory::derived_from`]).
+    pub(crate) derived_from: Vec<Uuid>,
+    /// Memories a consolidation linked it to (`Event::Linked`).
+    pub(crate) linked: Vec<Uuid>,
+    /// What it proposes, when it is a proposal ([`Proposed`]).
+    pub(crate) proposal: Option<Proposed>,
 }
 
 impl MemoryState {
@@ -114,12 +120,35 @@ impl MemoryState {
 
     /// A proposal held from recall until it is accepted.
     pub(crate) fn held_back(&self) -> bool {
-        self.proposal.as_deref().is_some_and(Proposed::holds_back)
+        self.proposal().is_some_and(Proposed::holds_back)
     }
 
     /// A proposal that waits for a decision.
     pub(crate) fn pending(&self) -> Option<&Proposed> {
-        self.proposal.as_deref().filter(|p| p.is_pending())
+        self.proposal().filter(|p| p.is_pending())
+    }
+
+    /// What it proposes, if it is a proposal.
+    pub(crate) fn proposal(&self) -> Option<&Proposed> {
+        self.relations.as_deref()?.proposal.as_ref()
+    }
+
+    /// The memories it was made from.
+    pub(crate) fn derived_from(&self) -> &[Uuid] {
+        self.relations
+            .as_deref()
+            .map_or(&[], |r| r.derived_from.as_slice())
+    }
+
+    /// The memories a consolidation linked it to.
+    pub(crate) fn linked(&self) -> &[Uuid] {
+        self.relations
+            .as_deref()
+            .map_or(&[], |r| r.linked.as_slice())
+    }
+
+    fn relations_mut(&mut self) -> &mut Relations {
+        self.relations.get_or_insert_default()
     }
 
     pub(crate) fn impressions(&self) -> u32 {
@@ -430,7 +459,7 @@ impl TenantState {
                     id: self.titles.get(title).map(|i| self.memories[*i].id),
                 })
                 // Links by id: named by the other memory's title, or its id.
-                .chain(m.linked.iter().flat_map(|ids| ids.iter()).map(|id| {
+                .chain(m.linked().iter().map(|id| {
                     Link {
                         title: self
                             .get(id)
@@ -442,8 +471,8 @@ impl TenantState {
                 .collect(),
             redactions: m.screening.redactions().cloned().unwrap_or_default(),
             quarantine_rule: m.screening.quarantine().map(|(rule, _)| rule.to_string()),
-            derived_from: m.derived_from.as_deref().unwrap_or_default().to_vec(),
-            proposal: m.proposal.as_deref().cloned(),
+            derived_from: m.derived_from().to_vec(),
+            proposal: m.proposal().cloned(),
         }
     }
 
@@ -457,7 +486,7 @@ impl TenantState {
     /// written before this one, took that out of recall).
     fn accepted(&mut self, index: usize, by: String) {
         let m = &mut self.memories[index];
-        let Some(p) = m.proposal.as_deref_mut() else {
+        let Some(p) = m.relations.as_deref_mut().and_then(|r| r.proposal.as_mut()) else {
             return;
         };
         p.status = ProposalStatus::Accepted { by };
@@ -690,9 +719,7 @@ impl State {
             vector_row,
             sentence_rows,
             screening: Screening::default(),
-            derived_from: None,
-            proposal: None,
-            linked: None,
+            relations: None,
         });
     }
 
@@ -798,29 +825,31 @@ impl State {
                 tenant.meta[index].quarantined = false;
             }
             Event::DerivedFrom(ids) => {
-                tenant.memories[index].derived_from = Some(ids.into_boxed_slice());
+                tenant.memories[index].relations_mut().derived_from = ids;
             }
             Event::Proposed { held, supersedes } => {
-                tenant.memories[index].proposal = Some(Box::new(Proposed {
+                tenant.memories[index].relations_mut().proposal = Some(Proposed {
                     held,
                     supersedes,
                     status: ProposalStatus::Pending,
-                }));
+                });
                 if held {
                     tenant.deactivate(index);
                 }
             }
             Event::Accepted { by } => tenant.accepted(index, by),
             Event::Linked(to) => {
-                let m = &mut tenant.memories[index];
-                let mut linked = m.linked.take().map(Vec::from).unwrap_or_default();
+                let linked = &mut tenant.memories[index].relations_mut().linked;
                 if !linked.contains(&to) {
                     linked.push(to);
                 }
-                m.linked = Some(linked.into_boxed_slice());
             }
             Event::Rejected { by, reason } => {
-                if let Some(p) = tenant.memories[index].proposal.as_deref_mut() {
+                if let Some(p) = tenant.memories[index]
+                    .relations
+                    .as_deref_mut()
+                    .and_then(|r| r.proposal.as_mut())
+                {
                     p.status = ProposalStatus::Rejected { by, reason };
                 }
             }

@@ -626,8 +626,7 @@ impl Engine {
             .memories
             .iter()
             .filter(|m| m.is_active())
-            .filter_map(|m| m.derived_from.as_deref())
-            .flatten()
+            .flat_map(|m| m.derived_from())
             .copied()
             .collect();
         Ok(Some(Gathered {
