@@ -106,6 +106,31 @@ fn t0() -> DateTime<Utc> {
         .unwrap_or_else(|_| Utc::now())
 }
 
+/// Memories of one kind and element written a second apart: the i-th
+/// text in the i-th session with the i-th vector.
+struct Series {
+    kind: Kind,
+    element: Option<String>,
+    texts: Vec<String>,
+    sessions: Vec<String>,
+    vectors: Vec<Vec<f32>>,
+}
+
+impl Series {
+    async fn write(self, engine: &Engine, clock: &FixedClock) -> anyhow::Result<Vec<Uuid>> {
+        let mut ids = Vec::with_capacity(self.texts.len());
+        for ((text, session), vector) in self.texts.into_iter().zip(self.sessions).zip(self.vectors)
+        {
+            clock.advance(Duration::seconds(1));
+            let mut m = NewMemory::new(TENANT, BANK, self.kind, text).vector(vector);
+            m.elements.extend(self.element.clone());
+            m.session_id = Some(session);
+            ids.push(engine.remember(m).await?.id());
+        }
+        Ok(ids)
+    }
+}
+
 /// Writes the corpus (dedup raised to 0.99, as if the copies had been
 /// written before a model was configured).
 async fn write_corpus(
@@ -122,160 +147,123 @@ async fn write_corpus(
     let bases: Vec<Vec<f32>> = (0..args.groups * 8)
         .map(|k| near_copy(args.seed.wrapping_mul(7_919) + k as u64, &anchor, 0.0))
         .collect();
-    let mut written = 0usize;
-    let mut put = async |m: NewMemory| -> anyhow::Result<Uuid> {
-        clock.advance(Duration::seconds(1));
-        written += 1;
-        Ok(engine.remember(m).await?.id())
-    };
-    let memory =
-        |kind: Kind, text: String, vector: Vec<f32>, element: Option<String>, session: &str| {
-            let mut m = NewMemory::new(TENANT, BANK, kind, text).vector(vector);
-            m.elements.extend(element);
-            m.session_id = Some(session.to_string());
-            m
-        };
     let mut groups = Vec::with_capacity(args.groups);
+    let mut written = 0usize;
     for g in 0..args.groups {
         let base = |k: usize| bases[g * 8 + k].clone();
         let seed = |k: u64| args.seed * 1_000_000 + g as u64 * 100 + k;
-        let thing = format!("exporter{g}");
-        let mut lesson = Vec::new();
-        for (i, session) in ["a", "a", "b", "c", "c"].into_iter().enumerate() {
-            lesson.push(
-                put(memory(
-                    Kind::Episode,
-                    format!("Retrying the {thing} job twice fixed its timeout (telling {i})."),
-                    near_copy(seed(i as u64), &base(0), 0.92),
-                    Some(format!("Lesson{g}")),
-                    &format!("g{g}{session}"),
-                ))
-                .await?,
-            );
-        }
-        let gate = format!("gateway{g}");
-        let mut copies = vec![
-            put(memory(
-                Kind::Pitfall,
-                format!("The {gate} drops headers over 8 KB."),
-                base(1),
-                Some(format!("Copy{g}")),
-                &format!("g{g}a"),
-            ))
-            .await?,
-        ];
-        for i in 0..2u64 {
-            copies.push(
-                put(memory(
-                    Kind::Pitfall,
-                    format!("Headers above 8 KB are dropped by the {gate} ({i})."),
-                    near_copy(seed(10 + i), &base(1), 0.97),
-                    Some(format!("Copy{g}")),
-                    &format!("g{g}b"),
-                ))
-                .await?,
-            );
-        }
-        let limit = format!("api{g}");
-        let mut updates = Vec::new();
-        for (i, text) in [
-            format!("The {limit} allows 600 requests a minute."),
-            format!("The {limit} now allows 900 requests a minute."),
-            format!("The {limit} switched to 1,200 requests a minute."),
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            updates.push(
-                put(memory(
-                    Kind::Fact,
-                    text,
-                    near_copy(seed(20 + i as u64), &base(2), 0.92),
-                    Some(format!("Value{g}")),
-                    &format!("g{g}{i}"),
-                ))
-                .await?,
-            );
-        }
-        let cache = format!("cache{g}");
-        let mut uncued = Vec::new();
-        for (i, text) in [
-            format!("The {cache} keeps entries for 10 minutes."),
-            format!("The {cache} keeps entries for 30 minutes since the May release."),
-            format!("Entries in the {cache} are kept for an hour after the June change."),
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            uncued.push(
-                put(memory(
-                    Kind::Fact,
-                    text,
-                    near_copy(seed(80 + i as u64), &base(7), 0.92),
-                    Some(format!("Cache{g}")),
-                    &format!("g{g}c{i}"),
-                ))
-                .await?,
-            );
-        }
+        // `n` vectors at `cosine` to base `k`, their seeds from `from`.
+        let near = |from: u64, k: usize, cosine: f32, n: usize| -> Vec<Vec<f32>> {
+            (0..n)
+                .map(|i| near_copy(seed(from + i as u64), &base(k), cosine))
+                .collect()
+        };
+        let sessions =
+            |names: &[&str]| -> Vec<String> { names.iter().map(|s| format!("g{g}{s}")).collect() };
+        let (thing, gate, limit, cache) = (
+            format!("exporter{g}"),
+            format!("gateway{g}"),
+            format!("api{g}"),
+            format!("cache{g}"),
+        );
+        let mut write = async |series: Series| -> anyhow::Result<Vec<Uuid>> {
+            let ids = series.write(engine, clock).await?;
+            written += ids.len();
+            Ok(ids)
+        };
+        let lesson = write(Series {
+            kind: Kind::Episode,
+            element: Some(format!("Lesson{g}")),
+            texts: (0..5)
+                .map(|i| format!("Retrying the {thing} job twice fixed its timeout (telling {i})."))
+                .collect(),
+            sessions: sessions(&["a", "a", "b", "c", "c"]),
+            vectors: near(0, 0, 0.92, 5),
+        })
+        .await?;
+        let copies = write(Series {
+            kind: Kind::Pitfall,
+            element: Some(format!("Copy{g}")),
+            texts: std::iter::once(format!("The {gate} drops headers over 8 KB."))
+                .chain(
+                    (0..2).map(|i| format!("Headers above 8 KB are dropped by the {gate} ({i}).")),
+                )
+                .collect(),
+            sessions: sessions(&["a", "b", "b"]),
+            vectors: std::iter::once(base(1))
+                .chain(near(10, 1, 0.97, 2))
+                .collect(),
+        })
+        .await?;
+        let updates = write(Series {
+            kind: Kind::Fact,
+            element: Some(format!("Value{g}")),
+            texts: vec![
+                format!("The {limit} allows 600 requests a minute."),
+                format!("The {limit} now allows 900 requests a minute."),
+                format!("The {limit} switched to 1,200 requests a minute."),
+            ],
+            sessions: sessions(&["0", "1", "2"]),
+            vectors: near(20, 2, 0.92, 3),
+        })
+        .await?;
+        let uncued = write(Series {
+            kind: Kind::Fact,
+            element: Some(format!("Cache{g}")),
+            texts: vec![
+                format!("The {cache} keeps entries for 10 minutes."),
+                format!("The {cache} keeps entries for 30 minutes since the May release."),
+                format!("Entries in the {cache} are kept for an hour after the June change."),
+            ],
+            sessions: sessions(&["c0", "c1", "c2"]),
+            vectors: near(80, 7, 0.92, 3),
+        })
+        .await?;
         let mut distractors = Vec::new();
-        // A lesson repeated in one session only.
-        for i in 0..3u64 {
-            distractors.push(
-                put(memory(
-                    Kind::Episode,
-                    format!("The nightly build{g} was slow again ({i})."),
-                    near_copy(seed(30 + i), &base(3), 0.92),
-                    Some(format!("Build{g}")),
-                    &format!("g{g}x"),
-                ))
-                .await?,
-            );
-        }
-        // Told in two sessions only.
-        for i in 0..2u64 {
-            distractors.push(
-                put(memory(
-                    Kind::Episode,
-                    format!("Staging{g} needed a manual restart ({i})."),
-                    near_copy(seed(40 + i), &base(4), 0.92),
-                    Some(format!("Staging{g}")),
-                    &format!("g{g}s{i}"),
-                ))
-                .await?,
-            );
-        }
-        // Chatter about no element, across sessions.
-        for i in 0..3u64 {
-            distractors.push(
-                put(memory(
-                    Kind::Episode,
-                    format!("Thanks, that was a great chat {g} ({i})!"),
-                    near_copy(seed(50 + i), &base(5), 0.92),
-                    None,
-                    &format!("g{g}t{i}"),
-                ))
-                .await?,
-            );
-        }
-        // Two facts about one element that do not read as a change.
-        for (i, text) in [
-            format!("Service{g} listens on port 8080."),
-            format!("Service{g} also writes its logs to stdout."),
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            distractors.push(
-                put(memory(
-                    Kind::Fact,
-                    text,
-                    near_copy(seed(60 + i as u64), &base(6), 0.92),
-                    Some(format!("Service{g}")),
-                    &format!("g{g}f{i}"),
-                ))
-                .await?,
-            );
+        for series in [
+            // A lesson repeated in one session only.
+            Series {
+                kind: Kind::Episode,
+                element: Some(format!("Build{g}")),
+                texts: (0..3)
+                    .map(|i| format!("The nightly build{g} was slow again ({i})."))
+                    .collect(),
+                sessions: sessions(&["x", "x", "x"]),
+                vectors: near(30, 3, 0.92, 3),
+            },
+            // Told in two sessions only.
+            Series {
+                kind: Kind::Episode,
+                element: Some(format!("Staging{g}")),
+                texts: (0..2)
+                    .map(|i| format!("Staging{g} needed a manual restart ({i})."))
+                    .collect(),
+                sessions: sessions(&["s0", "s1"]),
+                vectors: near(40, 4, 0.92, 2),
+            },
+            // Chatter about no element, across sessions.
+            Series {
+                kind: Kind::Episode,
+                element: None,
+                texts: (0..3)
+                    .map(|i| format!("Thanks, that was a great chat {g} ({i})!"))
+                    .collect(),
+                sessions: sessions(&["t0", "t1", "t2"]),
+                vectors: near(50, 5, 0.92, 3),
+            },
+            // Two facts about one element that do not read as a change.
+            Series {
+                kind: Kind::Fact,
+                element: Some(format!("Service{g}")),
+                texts: vec![
+                    format!("Service{g} listens on port 8080."),
+                    format!("Service{g} also writes its logs to stdout."),
+                ],
+                sessions: sessions(&["f0", "f1"]),
+                vectors: near(60, 6, 0.92, 2),
+            },
+        ] {
+            distractors.extend(write(series).await?);
         }
         groups.push(Group {
             lesson,

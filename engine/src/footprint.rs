@@ -11,6 +11,7 @@ use std::collections::{HashMap, HashSet};
 
 use recall_indexer::VectorBytes;
 
+use crate::memory::ProposalStatus;
 use crate::state::{MemoryState, RowMeta, State, TenantState};
 
 /// Bytes held by an open engine's in-memory state, by part.
@@ -106,6 +107,22 @@ fn memory_heap(m: &MemoryState) -> usize {
                     .map(|k| k.capacity() + 48)
                     .sum::<usize>()
                 + s.quarantine.as_ref().map_or(0, |(rule, _)| rule.capacity())
+        })
+        + m.relations.as_deref().map_or(0, |r| {
+            let ids = |v: &Vec<uuid::Uuid>| v.capacity() * size_of::<uuid::Uuid>();
+            size_of::<crate::state::Relations>()
+                + ids(&r.derived_from)
+                + ids(&r.linked)
+                + r.proposal.as_ref().map_or(0, |p| {
+                    ids(&p.supersedes)
+                        + match &p.status {
+                            ProposalStatus::Pending => 0,
+                            ProposalStatus::Accepted { by } => by.capacity(),
+                            ProposalStatus::Rejected { by, reason } => {
+                                by.capacity() + reason.as_ref().map_or(0, String::capacity)
+                            }
+                        }
+                })
         })
 }
 

@@ -280,10 +280,10 @@ impl Engine {
         };
         self.persist(&mut store, vec![event.record(tenant, Some(id), now_ms)])
             .await?;
-        let mut entry = AuditEntry::new(now_ms, tenant, AuditOp::Reject)
+        let entry = self
+            .audit_entry(tenant, AuditOp::Reject, &[id])
             .actor(Some(actor.to_string()))
             .detail(reason.map(str::to_string));
-        entry.ids = vec![id.to_string()];
         store.audit(&[entry])?;
         drop(store);
         self.lookup(tenant, id)

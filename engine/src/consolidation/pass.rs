@@ -279,17 +279,8 @@ impl Consolidate {
                             });
                         }
                     }
-                    let audit = engine
-                        .audit_entry(tenant, AuditOp::Consolidate, &[*copy, *into])
-                        .detail(Some(format!("near copy folded into {into}")));
-                    engine
-                        .append_audited_event(
-                            tenant,
-                            Some(*copy),
-                            Event::SupersededBy(*into),
-                            None,
-                            Some(audit),
-                        )
+                    let why = format!("near copy folded into {into}");
+                    self.record(*copy, Event::SupersededBy(*into), None, &[*into], why)
                         .await?;
                     // The copy confirms what it copies, when it was last confirmed.
                     engine
@@ -350,18 +341,9 @@ impl Consolidate {
             }
             Proposal::Confirm { id, evidence } => {
                 for piece in evidence {
-                    let seen = engine.lookup(tenant, *piece)?;
-                    let audit = engine
-                        .audit_entry(tenant, AuditOp::Consolidate, &[*id, *piece])
-                        .detail(Some(format!("confirmed by {piece}")));
-                    engine
-                        .append_audited_event(
-                            tenant,
-                            Some(*id),
-                            Event::Confirm,
-                            Some(to_ms(seen.last_confirmed_at)),
-                            Some(audit),
-                        )
+                    let at = to_ms(engine.lookup(tenant, *piece)?.last_confirmed_at);
+                    let why = format!("confirmed by {piece}");
+                    self.record(*id, Event::Confirm, Some(at), &[*piece], why)
                         .await?;
                 }
                 Ok(Applied {
@@ -370,11 +352,7 @@ impl Consolidate {
                 })
             }
             Proposal::Link { a, b } => {
-                let audit = engine
-                    .audit_entry(tenant, AuditOp::Consolidate, &[*a, *b])
-                    .detail(Some(format!("linked to {b}")));
-                engine
-                    .append_audited_event(tenant, Some(*a), Event::Linked(*b), None, Some(audit))
+                self.record(*a, Event::Linked(*b), None, &[*b], format!("linked to {b}"))
                     .await?;
                 Ok(Applied {
                     memory: Some(*a),
@@ -390,18 +368,12 @@ impl Consolidate {
                         });
                     }
                 }
-                let audit = engine
-                    .audit_entry(tenant, AuditOp::Consolidate, &[*by, *old])
-                    .detail(Some(format!(
-                        "proposed that {by} supersede {old}; waits for review"
-                    )));
                 let event = Event::Proposed {
                     held: false,
                     supersedes: vec![*old],
                 };
-                engine
-                    .append_audited_event(tenant, Some(*by), event, None, Some(audit))
-                    .await?;
+                let why = format!("proposed that {by} supersede {old}; waits for review");
+                self.record(*by, event, None, &[*old], why).await?;
                 Ok(Applied {
                     memory: Some(*by),
                     pending: true,
@@ -413,6 +385,26 @@ impl Consolidate {
 }
 
 impl Consolidate {
+    /// Writes `event` on memory `on` (now, or at `at_ms`) with its audit
+    /// entry: `consolidate`, naming `on` and then `others`, and `why`.
+    async fn record(
+        &self,
+        on: Uuid,
+        event: Event,
+        at_ms: Option<i64>,
+        others: &[Uuid],
+        why: String,
+    ) -> Result<()> {
+        let ids: Vec<Uuid> = std::iter::once(on).chain(others.iter().copied()).collect();
+        let audit = self
+            .engine
+            .audit_entry(&self.tenant, AuditOp::Consolidate, &ids)
+            .detail(Some(why));
+        self.engine
+            .append_audited_event(&self.tenant, Some(on), event, at_ms, Some(audit))
+            .await
+    }
+
     /// Applies a checked `replace`: the new memory through the write path
     /// (superseding the first old memory there, derived from all of them),
     /// then each other old memory superseded by it; in a bank that holds
@@ -442,17 +434,8 @@ impl Consolidate {
         match written {
             Remembered::Stored { id, .. } => {
                 for gone in rest {
-                    let audit = engine
-                        .audit_entry(tenant, AuditOp::Consolidate, &[*gone, id])
-                        .detail(Some(format!("replaced by {id}")));
-                    engine
-                        .append_audited_event(
-                            tenant,
-                            Some(*gone),
-                            Event::SupersededBy(id),
-                            None,
-                            Some(audit),
-                        )
+                    let why = format!("replaced by {id}");
+                    self.record(*gone, Event::SupersededBy(id), None, &[id], why)
                         .await?;
                 }
                 Ok(Applied {
