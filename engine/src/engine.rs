@@ -329,8 +329,7 @@ impl Engine {
                 prepared.items,
                 prepared.guarded,
                 now,
-                &self.inner.config.write,
-                &self.inner.config.proposals,
+                &self.inner.config,
                 self.inner.dim,
             )?
         };

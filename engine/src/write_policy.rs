@@ -17,7 +17,7 @@ use crate::config::{Band, Config, WriteConfig};
 use crate::error::{Error, Result};
 use crate::event::{Event, encode_counts};
 use crate::memory::{NewMemory, Remembered, Similar, Source, Trust};
-use crate::policy::{BankMode, ProposalPolicy};
+use crate::policy::BankMode;
 use crate::screen::ScreenMatch;
 use crate::state::{State, TenantState, to_ms};
 use crate::validate;
@@ -118,16 +118,15 @@ fn validate_new(config: &Config, dim: usize, m: &mut NewMemory) -> Result<()> {
 /// proposing the same lesson twice makes one proposal). A proposal that
 /// copies a served memory confirms it, as any write does: the text the
 /// bank serves does not change.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn decide(
     state: &State,
     items: Vec<NewMemory>,
     mut guarded: Vec<Guarded>,
     now: chrono::DateTime<chrono::Utc>,
-    write: &WriteConfig,
-    proposals: &ProposalPolicy,
+    config: &Config,
     dim: usize,
 ) -> Result<Decided> {
+    let (write, proposals) = (&config.write, &config.proposals);
     let folded: Vec<String> = guarded
         .iter_mut()
         .map(|g| std::mem::take(&mut g.folded))
