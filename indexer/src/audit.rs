@@ -4,7 +4,6 @@
 //! the record that the erasure happened.
 
 use std::fs::{File, OpenOptions};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -148,28 +147,30 @@ pub(crate) struct AuditLog {
 
 impl AuditLog {
     /// Opens (creating) the log and cuts a torn last line (a write that was
-    /// never acknowledged).
+    /// never acknowledged). Reads the file from its end back to the last
+    /// line break only: the log grows with every write (180 MB after a
+    /// million), and reading it whole cost every open that much memory and
+    /// time for one byte's answer.
     pub(crate) fn open(dir: &Path) -> Result<AuditLog> {
         let path = dir.join(AUDIT_FILE);
         let io = || IndexerError::io(&path);
-        let mut file = OpenOptions::new()
+        let file = OpenOptions::new()
             .create(true)
             .read(true)
             .append(true)
             .open(&path)
             .map_err(io())?;
-        let mut raw = Vec::new();
-        file.read_to_end(&mut raw).map_err(io())?;
-        let whole = raw.iter().rposition(|b| *b == b'\n').map_or(0, |p| p + 1);
-        if whole < raw.len() {
+        let len = file.metadata().map_err(io())?.len();
+        let whole = whole_lines_len(&file, len).map_err(io())?;
+        if whole < len {
             tracing::warn!(path = %path.display(), "audit log had a torn last line; cutting it off");
-            file.set_len(whole as u64).map_err(io())?;
+            file.set_len(whole).map_err(io())?;
             file.sync_data().map_err(io())?;
         }
         Ok(AuditLog {
             path,
             file,
-            len: whole as u64,
+            len: whole,
             broken: None,
         })
     }
@@ -233,5 +234,71 @@ impl AuditLog {
             }
         }
         Ok(out)
+    }
+}
+
+/// The length of `file`'s first `len` bytes up to and including its last
+/// line break (0 without one), read backwards a chunk at a time.
+fn whole_lines_len(file: &File, len: u64) -> std::io::Result<u64> {
+    const CHUNK: u64 = 64 * 1024;
+    let mut end = len;
+    let mut buf = vec![0u8; CHUNK as usize];
+    while end > 0 {
+        let start = end.saturating_sub(CHUNK);
+        let chunk = &mut buf[..(end - start) as usize];
+        read_exact_at(file, chunk, start)?;
+        if let Some(at) = chunk.iter().rposition(|b| *b == b'\n') {
+            return Ok(start + at as u64 + 1);
+        }
+        end = start;
+    }
+    Ok(0)
+}
+
+#[cfg(unix)]
+fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    file.read_exact_at(buf, offset)
+}
+
+#[cfg(not(unix))]
+fn read_exact_at(mut file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    use std::io::{Read, Seek, SeekFrom};
+    file.seek(SeekFrom::Start(offset))?;
+    file.read_exact(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Opens a log whose file holds `bytes` and returns what is left of it.
+    fn reopened(bytes: &[u8]) -> (u64, Vec<u8>) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(AUDIT_FILE), bytes).unwrap();
+        let log = AuditLog::open(dir.path()).unwrap();
+        (log.len, std::fs::read(dir.path().join(AUDIT_FILE)).unwrap())
+    }
+
+    #[test]
+    fn a_torn_last_line_is_cut_off_however_long_it_is() {
+        let lines = b"{\"a\":1}\n{\"b\":2}\n".to_vec();
+        assert_eq!(reopened(&lines), (lines.len() as u64, lines.clone()));
+
+        let mut torn = lines.clone();
+        torn.extend_from_slice(b"{\"c\":");
+        assert_eq!(reopened(&torn), (lines.len() as u64, lines.clone()));
+
+        // A torn line longer than the chunk read backwards, and a whole
+        // line longer than it before: the cut lands after the last break.
+        let mut long = vec![b'x'; 200_000];
+        long.push(b'\n');
+        let kept = long.clone();
+        long.extend(std::iter::repeat_n(b'y', 150_000));
+        assert_eq!(reopened(&long), (kept.len() as u64, kept));
+
+        // No line break at all, and an empty file.
+        assert_eq!(reopened(b"{\"torn\""), (0, Vec::new()));
+        assert_eq!(reopened(b""), (0, Vec::new()));
     }
 }
