@@ -91,6 +91,23 @@ pub(crate) fn normalized_text(text: &str) -> String {
     let mut folded = String::with_capacity(text.len());
     let mut gap = false;
     for c in text.chars() {
+        // ASCII first, without the Unicode tables: most memories are
+        // ASCII, and an open folds every one (about 7 % of a 1M open's
+        // CPU went to the tables' lookups and lowercasing). The same
+        // classes as below: `char::is_whitespace` of ASCII is tab through
+        // carriage return and space.
+        if c.is_ascii() {
+            if c.is_ascii_alphanumeric() {
+                if gap {
+                    folded.push(' ');
+                    gap = false;
+                }
+                folded.push(c.to_ascii_lowercase());
+            } else if matches!(c, '\t'..='\r' | ' ') {
+                gap = !folded.is_empty();
+            }
+            continue;
+        }
         if c.is_whitespace() {
             gap = !folded.is_empty();
         } else if c.is_alphanumeric() {
@@ -136,5 +153,33 @@ mod tests {
         );
         assert_eq!(normalized_text(" ,; "), "");
         assert_eq!(normalized_text("Straße ÉTÉ"), "straße été");
+        // The ASCII path folds as the Unicode one: every ASCII character,
+        // alone and between words, and text mixing both.
+        let reference = |text: &str| {
+            let mut folded = String::new();
+            let mut gap = false;
+            for c in text.chars() {
+                if c.is_whitespace() {
+                    gap = !folded.is_empty();
+                } else if c.is_alphanumeric() {
+                    if gap {
+                        folded.push(' ');
+                        gap = false;
+                    }
+                    folded.extend(c.to_lowercase());
+                }
+            }
+            folded
+        };
+        for b in 0u8..128 {
+            let c = char::from(b);
+            for text in [
+                format!("a{c}B"),
+                format!("{c}x{c}{c}Y{c}"),
+                format!("Ö{c}é\u{2003}{c}Z"),
+            ] {
+                assert_eq!(normalized_text(&text), reference(&text), "{text:?}");
+            }
+        }
     }
 }
