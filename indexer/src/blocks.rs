@@ -135,6 +135,16 @@ impl Blocks {
         }
     }
 
+    /// Drops the mapped blocks' pages from the process's resident set
+    /// ([`MappedRows::release_pages`]).
+    pub(crate) fn release_mapped_pages(&self) {
+        for block in &self.blocks {
+            if let Block::Mapped(mapped) = block {
+                mapped.release_pages();
+            }
+        }
+    }
+
     /// Rows `from..to` as one row-major slice, if they lie in one block.
     pub(crate) fn contiguous(&self, from: usize, to: usize) -> Option<&[f32]> {
         if from >= to || to > self.rows || from / BLOCK_ROWS != (to - 1) / BLOCK_ROWS {

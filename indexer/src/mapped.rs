@@ -67,6 +67,30 @@ impl MappedRows {
     }
 }
 
+impl MappedRows {
+    /// Drops the block's pages from the process's resident set after a
+    /// pass that read every row through the mapping (training the
+    /// partitions): they stay in the page cache, and the scans' reads fault
+    /// back only what they touch. A failure is logged and changes nothing
+    /// but the resident set.
+    pub(crate) fn release_pages(&self) {
+        #[cfg(unix)]
+        {
+            // SAFETY: the mapping is read-only and backed by a file nothing
+            // writes in place (see `map_block`). `MADV_DONTNEED` on such a
+            // mapping only unmaps its pages from this process; the next read
+            // of a row faults the same bytes back in from the file.
+            let released = unsafe {
+                self.map
+                    .unchecked_advise(memmap2::UncheckedAdvice::DontNeed)
+            };
+            if let Err(e) = released {
+                tracing::debug!(error = %e, "mapped vector pages stay resident");
+            }
+        }
+    }
+}
+
 /// The file of block `index` in `dir`.
 fn block_path(dir: &Path, index: usize) -> PathBuf {
     dir.join(format!("{index:06}.f32"))
@@ -157,6 +181,52 @@ fn holds(path: &Path, header: &[u8], bytes: &[u8]) -> io::Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The resident bytes of this process's mappings of `path`, from
+    /// `/proc/self/smaps`.
+    #[cfg(target_os = "linux")]
+    fn resident_kib(path: &Path) -> u64 {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let name = path.to_str().unwrap();
+        let mut inside = false;
+        let mut kib = 0;
+        for line in smaps.lines() {
+            // A mapping's header line holds its address range first.
+            if line
+                .split_whitespace()
+                .next()
+                .is_some_and(|f| f.contains('-') && !f.ends_with(':'))
+            {
+                inside = line.ends_with(name);
+            } else if inside && let Some(rest) = line.strip_prefix("Rss:") {
+                kib += rest
+                    .trim()
+                    .trim_end_matches("kB")
+                    .trim()
+                    .parse::<u64>()
+                    .unwrap();
+            }
+        }
+        kib
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn released_pages_leave_the_resident_set_and_read_the_same() {
+        let dir = tempfile::tempdir().unwrap();
+        let rows: Vec<f32> = (0..256 * 1024).map(|x| x as f32).collect();
+        let (mapped, _) = map_block(dir.path(), 0, 256, &rows).unwrap();
+        let path = block_path(dir.path(), 0);
+        let sum: f64 = mapped.rows().iter().map(|x| f64::from(*x)).sum();
+        assert!(resident_kib(&path) >= 1024, "a full read maps the rows in");
+        mapped.release_pages();
+        assert_eq!(resident_kib(&path), 0);
+        assert_eq!(
+            mapped.rows().iter().map(|x| f64::from(*x)).sum::<f64>(),
+            sum
+        );
+        assert_eq!(mapped.rows(), &rows[..]);
+    }
 
     #[test]
     fn a_block_is_written_once_then_found_and_a_changed_file_is_written_again() {
