@@ -30,6 +30,9 @@ pub struct OpenProbeArgs {
     /// `ScanConfig::rescore_pool` of the recalls.
     #[arg(long, default_value_t = ScanConfig::default().rescore_pool)]
     pub rescore_pool: usize,
+    /// `ScanConfig::probe_share` of the recalls.
+    #[arg(long, default_value_t = ScanConfig::default().probe_share)]
+    pub probe_share: f64,
 }
 
 /// What the probe asks: the banks it reads and (text, query vector) pairs.
@@ -107,6 +110,7 @@ pub async fn open_probe_command(args: &OpenProbeArgs) -> anyhow::Result<()> {
     let scoring = ScoringConfig {
         scan: ScanConfig {
             rescore_pool: args.rescore_pool,
+            probe_share: args.probe_share,
             ..ScanConfig::default()
         },
         ..ScoringConfig::default()
@@ -161,11 +165,12 @@ pub async fn open_probe_command(args: &OpenProbeArgs) -> anyhow::Result<()> {
 }
 
 /// Runs the probe on `data` in a child process of this executable (the
-/// caller has closed its own handle on `data`).
+/// caller has closed its own handle on `data`), recalling with `scan`'s
+/// re-scoring pool and probe share.
 pub fn run_open_probe(
     data: &Path,
     asked: &ProbeQueries,
-    rescore_pool: usize,
+    scan: ScanConfig,
 ) -> anyhow::Result<OpenProbe> {
     // Beside the store, not in it: the probe opens the store as found.
     let queries = data.with_extension("queries.json");
@@ -177,7 +182,9 @@ pub fn run_open_probe(
         .arg("--queries")
         .arg(&queries)
         .arg("--rescore-pool")
-        .arg(rescore_pool.to_string())
+        .arg(scan.rescore_pool.to_string())
+        .arg("--probe-share")
+        .arg(scan.probe_share.to_string())
         .output()
         .context("starting the open probe")?;
     if !output.status.success() {

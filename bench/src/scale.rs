@@ -61,6 +61,12 @@ pub struct ScaleArgs {
     /// exactness (vector recall@10 and @100 in the table) for latency.
     #[arg(long, default_value_t = ScanConfig::default().rescore_pool)]
     pub rescore_pool: usize,
+    /// Share of a partitioned tenant's rows each vector scan's code pass
+    /// visits (`ScanConfig::probe_share`; 1.0 visits every row), in the
+    /// recalls and the vector-stage measurements alike: the other knob
+    /// that trades exactness for latency.
+    #[arg(long, default_value_t = ScanConfig::default().probe_share)]
+    pub probe_share: f64,
     /// Keep each size's store in `DIR/<size>` (replaced if there), with the
     /// open probe's queries beside it in `DIR/<size>.queries.json`, for
     /// `recall-bench open-probe --data DIR/<size> --queries …`.
@@ -285,6 +291,7 @@ pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
     let (mut p50s, mut p99s) = (Vec::new(), Vec::new());
     let scan = ScanConfig {
         rescore_pool: args.rescore_pool,
+        probe_share: args.probe_share,
         ..ScanConfig::default()
     };
     for &n in &args.sizes {
@@ -461,7 +468,7 @@ pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
                 banks: readable.clone(),
                 queries: queries.iter().take(100).cloned().collect(),
             },
-            args.rescore_pool,
+            scan,
         )?;
 
         let (p50, p99) = (percentile(&recall_ms, 50.0), percentile(&recall_ms, 99.0));
@@ -521,6 +528,7 @@ pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
             "recall_p50_ms": p50,
             "recall_p99_ms": p99,
             "rescore_pool": args.rescore_pool,
+            "probe_share": args.probe_share,
             "vector_recall_at_10": vector_recall,
             "vector_recall_at_100": vector_recall_100,
             "scan_qps_1_thread": batched.one,
