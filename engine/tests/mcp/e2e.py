@@ -179,7 +179,27 @@ async def proposals(bin_path, work):
     remembered memory is a proposal: not recalled, listed by review, and
     proposing it again confirms it. consolidate runs over the read banks."""
     data = os.path.join(work, "proposals")
+    # Two memories a person wrote into `org` (direct, whatever the bank's mode).
+    people = []
+    for text in ["Deploys to production need two approvals in the release channel.",
+                 "Deploys to production need one approval from the on-call lead."]:
+        out = subprocess.run(
+            [bin_path, "remember", "--data", data, "--tenant", "acme", "--bank", "org",
+             "--kind", "convention", "--trust", "user", "--json", text],
+            check=True, capture_output=True, text=True).stdout
+        people.append(json.loads(out)["id"])
     async with Server(bin_path, data, extra=["--bank-mode", "org=propose"]) as s:
+        # The agent cannot take a reviewed bank's memory out of recall
+        # itself; it may confirm it, or propose a replacement.
+        msg = await s.fails("forget", id=people[0])
+        assert "review" in msg and "supersedes=" in msg, msg
+        msg = await s.fails("supersede", old=people[0], new=people[1])
+        assert "review" in msg, msg
+        kept = await s.call("get", id=people[0])
+        assert kept["superseded_by"] is None, kept
+        r = await s.call("recall", query="how many approvals does a production deploy need", k=5)
+        assert people[0] in [h["id"] for h in r["hits"]], r
+        await s.call("confirm", id=people[0])
         text = "The invoice export must run after the ledger closes at 02:00 UTC."
         p = await s.call("remember", content=text, kind="convention", elements=["Invoices"])
         assert p["outcome"] == "proposed", p

@@ -10,7 +10,7 @@
 use std::collections::HashSet;
 use std::time::Instant;
 
-use recall::{Engine, Error, Kind, Memory, NewMemory, ReadPolicy, Trust};
+use recall::{BankMode, Engine, Error, Kind, Memory, NewMemory, ReadPolicy, Trust};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
@@ -192,13 +192,13 @@ pub fn catalogue() -> Vec<ToolSpec> {
         },
         ToolSpec {
             name: "forget",
-            description: "Retire a memory that is wrong or no longer applies. It leaves recall; history and review keep it.",
+            description: "Retire a memory that is wrong or no longer applies. It leaves recall; history and review keep it. Refused for a memory of a shared bank that holds your writes for review: remember the correction with supersedes instead, which a person accepts.",
             schema: json!({"type": "object", "properties": {"id": id.clone()}, "required": ["id"]}),
             read_only: false,
         },
         ToolSpec {
             name: "supersede",
-            description: "Say that memory `new` replaces memory `old` (e.g. after remember returned similar_to). The old one leaves recall; history shows the chain.",
+            description: "Say that memory `new` replaces memory `old` (e.g. after remember returned similar_to). The old one leaves recall; history shows the chain. Refused when `old` is in a shared bank that holds your writes for review: remember the replacement with supersedes instead.",
             schema: json!({
                 "type": "object",
                 "properties": {
@@ -745,6 +745,23 @@ async fn mark_used(cx: &Call<'_>, args: &mut Args) -> Result<Output, ToolError> 
     })
 }
 
+/// Refuses to let the agent take `m` out of recall itself when its bank
+/// takes proposals: a write there waits for a person, so a forget or a
+/// supersession there would be a way around the review. Confirming it, or
+/// proposing a replacement (`remember` with `supersedes`), stays open.
+fn may_retire(cx: &Call<'_>, m: &Memory, tool: &str) -> Result<(), ToolError> {
+    match cx.engine.config().proposals.mode(&m.bank, Trust::Agent) {
+        BankMode::Direct => Ok(()),
+        BankMode::Propose => Err(ToolError::new(
+            ToolErrorKind::Refused,
+            format!(
+                "{} is in bank {}, where an agent's writes wait for a person's review:                  {tool} cannot take it out of recall. To replace it, call remember with                  supersedes={}: that is stored as a proposal a person accepts.",
+                m.id, m.bank, m.id
+            ),
+        )),
+    }
+}
+
 async fn confirm_or_forget(
     cx: &Call<'_>,
     tool: &str,
@@ -752,7 +769,10 @@ async fn confirm_or_forget(
 ) -> Result<Output, ToolError> {
     let id = args.id(&["id", "memory_id"])?;
     args.finish()?;
-    visible(cx.engine, cx.policy, cx.session, id).await?;
+    let memory = visible(cx.engine, cx.policy, cx.session, id).await?;
+    if tool == "forget" {
+        may_retire(cx, &memory, tool)?;
+    }
     let (m, done) = if tool == "confirm" {
         (cx.engine.confirm(&cx.policy.tenant, id).await?, "Confirmed")
     } else {
@@ -768,8 +788,9 @@ async fn supersede(cx: &Call<'_>, args: &mut Args) -> Result<Output, ToolError> 
     let old = args.id(&["old", "old_id"])?;
     let new = args.id(&["new", "new_id"])?;
     args.finish()?;
-    visible(cx.engine, cx.policy, cx.session, old).await?;
+    let retired = visible(cx.engine, cx.policy, cx.session, old).await?;
     visible(cx.engine, cx.policy, cx.session, new).await?;
+    may_retire(cx, &retired, "supersede")?;
     let m = cx.engine.supersede(&cx.policy.tenant, old, new).await?;
     Ok(Output {
         text: format!("{new} now replaces {old}."),
