@@ -238,34 +238,25 @@ impl AuditLog {
 }
 
 /// The length of `file`'s first `len` bytes up to and including its last
-/// line break (0 without one), read backwards a chunk at a time.
-fn whole_lines_len(file: &File, len: u64) -> std::io::Result<u64> {
+/// line break (0 without one), read backwards a chunk at a time. Seeking
+/// moves only the read position: the log is opened to append, so writes
+/// still go to its end.
+fn whole_lines_len(mut file: &File, len: u64) -> std::io::Result<u64> {
+    use std::io::{Read, Seek, SeekFrom};
     const CHUNK: u64 = 64 * 1024;
     let mut end = len;
     let mut buf = vec![0u8; CHUNK as usize];
     while end > 0 {
         let start = end.saturating_sub(CHUNK);
         let chunk = &mut buf[..(end - start) as usize];
-        read_exact_at(file, chunk, start)?;
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(chunk)?;
         if let Some(at) = chunk.iter().rposition(|b| *b == b'\n') {
             return Ok(start + at as u64 + 1);
         }
         end = start;
     }
     Ok(0)
-}
-
-#[cfg(unix)]
-fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
-    use std::os::unix::fs::FileExt;
-    file.read_exact_at(buf, offset)
-}
-
-#[cfg(not(unix))]
-fn read_exact_at(mut file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
-    use std::io::{Read, Seek, SeekFrom};
-    file.seek(SeekFrom::Start(offset))?;
-    file.read_exact(buf)
 }
 
 #[cfg(test)]
