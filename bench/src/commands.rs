@@ -63,6 +63,13 @@ pub enum Command {
     /// groups: precision and recall of its proposals, a second pass, and
     /// recall and briefing lines before and after.
     Consolidation(crate::consolidation_eval::ConsolidationArgs),
+    /// The engine on S3-compatible object storage (SeaweedFS on loopback)
+    /// beside a local directory: import, write-ack and recall latency,
+    /// open time, the server's own latency, and failover after SIGKILL.
+    Storage(crate::storage::StorageArgs),
+    /// A writer for `storage`'s failover rounds (run by it).
+    #[command(hide = true)]
+    StorageWriter(crate::storage::WriterArgs),
 }
 
 /// `recall-bench compare`.
@@ -328,6 +335,8 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Corpus(a) => crate::corpus_eval::corpus_command(&a).await,
         Command::Peers(a) => crate::peers::peers_command(&a).await,
         Command::Consolidation(a) => crate::consolidation_eval::consolidation_command(&a).await,
+        Command::Storage(a) => crate::storage::storage_command(&a).await,
+        Command::StorageWriter(a) => crate::storage::writer_command(&a).await,
     }
 }
 

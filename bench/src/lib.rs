@@ -18,6 +18,8 @@
 //!   process of its own (open time and resident memory).
 //! - [`peers`]: recall beside LanceDB, tantivy and the exact scan.
 //! - [`speed`]: synthetic corpora in engines, for `scale` and criterion.
+//! - [`storage`]: the engine on S3-compatible object storage beside a local
+//!   directory, and failover.
 
 pub mod commands;
 pub mod consolidation_eval;
@@ -31,6 +33,7 @@ pub mod report;
 pub mod scale;
 pub mod sources;
 pub mod speed;
+pub mod storage;
 pub mod tunables;
 pub mod vector_cache;
 

@@ -31,7 +31,8 @@ use uuid::Uuid;
 use crate::open_probe::{ProbeQueries, run_open_probe};
 use crate::report::{Series, markdown_path, plot, write_json};
 use crate::speed::{
-    DIM, TENANT, banks, bench_config, corpus, percentile, to_new, with_sentence_vectors,
+    DIM, TENANT, banks, bench_config, corpus, percentile, time_recalls, to_new,
+    with_sentence_vectors,
 };
 
 /// `recall-bench scale`.
@@ -378,18 +379,7 @@ pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
                 (words.join(" "), query_near(q as u64, &target.vector))
             })
             .collect();
-        let mut recall_ms = Vec::new();
-        for (text, vector) in &queries {
-            let t = Instant::now();
-            engine
-                .recall(TENANT, text.clone())
-                .read(readable.iter().cloned())
-                .query_vector(vector.clone())
-                .execute()
-                .await?;
-            recall_ms.push(t.elapsed().as_secs_f64() * 1e3);
-        }
-        recall_ms.sort_by(f64::total_cmp);
+        let recall_ms = time_recalls(&engine, &readable, &queries).await?;
 
         // End-to-end throughput, 1 then 2 concurrent callers.
         let mut callers_qps = Vec::new();

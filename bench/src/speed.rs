@@ -3,6 +3,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Instant;
 
 use recall::{
     Config, Engine, HashEmbedder, Kind, ModelSource, NewMemory, ProposalPolicy, Remembered,
@@ -75,6 +76,28 @@ pub fn banks(corpus: &[SyntheticMemory]) -> Vec<String> {
     banks.sort();
     banks.dedup();
     banks
+}
+
+/// Sorted latencies in ms of one recall per query (text and query vector
+/// given) over the banks `readable`.
+pub async fn time_recalls(
+    engine: &Engine,
+    readable: &[String],
+    queries: &[(String, Vec<f32>)],
+) -> anyhow::Result<Vec<f64>> {
+    let mut ms = Vec::with_capacity(queries.len());
+    for (text, vector) in queries {
+        let t = Instant::now();
+        engine
+            .recall(TENANT, text.clone())
+            .read(readable.iter().cloned())
+            .query_vector(vector.clone())
+            .execute()
+            .await?;
+        ms.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    ms.sort_by(f64::total_cmp);
+    Ok(ms)
 }
 
 /// The `p`-th percentile (0–100) of sorted samples.

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use recall_indexer::{Embedder, ScanConfig};
+use recall_indexer::{Embedder, Remote, ScanConfig};
 use serde::Serialize;
 
 use crate::clock::{Clock, SystemClock};
@@ -654,8 +654,13 @@ impl WriteConfig {
 /// ```
 #[derive(Clone)]
 pub struct Config {
-    /// The data directory. Default `./recall-data`.
+    /// The data directory. Default `./recall-data`. With
+    /// [`Config::remote`] set it is the local cache (the lock, the BM25
+    /// index, the audit log, the vector files and partitions).
     pub data_dir: PathBuf,
+    /// Tables and write-ahead log on S3-compatible object storage instead
+    /// of in `data_dir` (cargo feature `s3`, on by default). Default none.
+    pub remote: Option<Remote>,
     /// The embedder.
     pub model: ModelSource,
     /// Recall tunables.
@@ -684,6 +689,7 @@ impl Config {
     pub fn new(data_dir: impl Into<PathBuf>) -> Config {
         Config {
             data_dir: data_dir.into(),
+            remote: None,
             model: ModelSource::Default,
             scoring: ScoringConfig::default(),
             write: WriteConfig::default(),
@@ -693,6 +699,24 @@ impl Config {
             actor: None,
             proposals: ProposalPolicy::default(),
         }
+    }
+
+    /// Keeps the tables and the write-ahead log at `remote` (an
+    /// `s3://bucket/prefix` location); `data_dir` becomes the local cache.
+    /// A write is acknowledged once its log object is in the bucket.
+    ///
+    /// ```
+    /// use recall::{Config, Remote};
+    /// let remote = Remote::new("s3://memories/team-a")?
+    ///     .option("aws_endpoint", "http://127.0.0.1:8333")
+    ///     .option("aws_allow_http", "true");
+    /// let config = Config::new("/var/cache/recall/team-a").remote(remote);
+    /// assert_eq!(config.remote.as_ref().map(|r| r.uri()), Some("s3://memories/team-a"));
+    /// # Ok::<(), recall::IndexerError>(())
+    /// ```
+    pub fn remote(mut self, remote: Remote) -> Self {
+        self.remote = Some(remote);
+        self
     }
 
     /// Sets which banks hold an agent's writes as proposals

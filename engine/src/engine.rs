@@ -121,6 +121,7 @@ impl Engine {
             .map_err(|e| Error::Task(e.to_string()))??;
         let dim = embedder.as_ref().map_or(DEFAULT_DIM, |e| e.dim());
         let mut options = StoreOptions::new(&config.data_dir, dim);
+        options.remote = config.remote.clone();
         options.flush_every = config.write.flush_every.max(1);
         options.compact_every = config.write.compact_every;
         // The records are folded as the store reads them, a table batch at
@@ -686,6 +687,24 @@ impl Engine {
     pub fn memory_use(&self) -> Result<MemoryUse> {
         let state = self.read_state()?;
         Ok(crate::footprint::memory_use(&state))
+    }
+
+    /// Stops this engine writing and lets another process take the store
+    /// over at once: waits for a background flush, then gives up the
+    /// writer's lease of a store on object storage (without it, the next
+    /// process waits for the lease to expire). Every write afterwards fails
+    /// with [`crate::IndexerError::Closed`]; recall and reads go on. Not needed
+    /// for safety: the log holds everything acknowledged.
+    ///
+    /// ```no_run
+    /// # async fn demo(engine: recall::Engine) -> recall::Result<()> {
+    /// engine.close().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn close(&self) -> Result<()> {
+        self.lock_store().await.release().await?;
+        Ok(())
     }
 
     /// Writes everything in the log to the tables now (not needed for

@@ -118,5 +118,6 @@ pub use sentences::{MAX_SENTENCES, is_question, sentences};
 pub use validate::scope_name as validate_scope_name;
 
 pub use recall_indexer::{
-    AuditEntry, AuditOp, Durability, Embedder, FastEmbedder, HashEmbedder, IndexerError, ScanConfig,
+    AuditEntry, AuditOp, Durability, Embedder, FastEmbedder, HashEmbedder, IndexerError, Remote,
+    ScanConfig,
 };

@@ -23,6 +23,9 @@ mod faults;
 mod injected;
 #[path = "engine/lifecycle.rs"]
 mod lifecycle;
+#[cfg(feature = "s3")]
+#[path = "engine/object_storage.rs"]
+mod object_storage;
 #[path = "engine/properties.rs"]
 mod properties;
 #[path = "engine/proposals.rs"]

@@ -94,6 +94,62 @@ pub enum IndexerError {
         /// The lock file.
         path: PathBuf,
     },
+    /// A remote location ([`crate::Remote`]) is malformed or its options
+    /// are not understood; nothing was opened.
+    #[error("invalid storage location {uri}: {reason}")]
+    InvalidRemote {
+        /// The location as given.
+        uri: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// This build cannot do what was asked (a cargo feature is off).
+    #[error("{what} needs recall built with the cargo feature `{feature}`")]
+    FeatureMissing {
+        /// What was asked.
+        what: &'static str,
+        /// The feature that provides it.
+        feature: &'static str,
+    },
+    /// Object storage failed (after object_store's own retries with
+    /// backoff): the request, the object and the error.
+    #[error("object storage error: {operation} {location}: {detail}")]
+    ObjectStore {
+        /// `put`, `get`, `list` or `delete`.
+        operation: &'static str,
+        /// The object (or prefix).
+        location: String,
+        /// The error object_store reported.
+        detail: String,
+    },
+    /// Another writer wrote the log object this store meant to write: two
+    /// processes are writing one store. Nothing of this call was written;
+    /// the store refuses writes until it is reopened (which reads what the
+    /// other writer wrote).
+    #[error("another writer holds this store: {location} already exists")]
+    WriterConflict {
+        /// The log object that already existed.
+        location: String,
+    },
+    /// Another process holds the writer's lease of this store on object
+    /// storage and did not give it up within the wait.
+    #[error(
+        "another recall process ({holder}) writes this store; its lease expires in {expires_in_ms} ms"
+    )]
+    LeaseHeld {
+        /// Who holds it.
+        holder: String,
+        /// How long until another process may take it over.
+        expires_in_ms: u64,
+    },
+    /// This process no longer holds the store's lease (it lapsed, or
+    /// another process took it over): nothing more is written, and a
+    /// write in flight was not acknowledged. Reopen to take it again.
+    #[error("this process lost the store's writer lease: {reason}")]
+    LeaseLost {
+        /// What happened.
+        reason: String,
+    },
     /// The embedding model files are missing (run `scripts/setup.sh`).
     #[error("embedding model not found: {path} is missing (run scripts/setup.sh)")]
     ModelMissing {

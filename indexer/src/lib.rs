@@ -58,7 +58,10 @@ mod log_payload;
 mod mapped;
 mod near;
 mod partitions;
+mod remote;
 mod rows;
+#[cfg(feature = "s3-server")]
+pub mod s3_server;
 mod store;
 mod table;
 mod vectors;
@@ -73,6 +76,7 @@ pub use erasure::EraseSelector;
 pub use error::{IndexerError, Result};
 pub use lexical::LexicalHit;
 pub use near::near_pairs;
+pub use remote::Remote;
 pub use rows::{EventRow, MemoryRow, Record, VectorRow};
 pub use store::{DEFAULT_FLUSH_EVERY, Durability, LexicalSearcher, Recovered, Store, StoreOptions};
 pub use vectors::{

@@ -11,11 +11,13 @@ use crate::erasure::{self, EraseSelector};
 use crate::error::{IndexerError, Result};
 use crate::lexical::{LexicalHit, LexicalIndex};
 use crate::log_payload;
+use crate::remote::Remote;
 use crate::rows::{EventRow, MemoryRow, Record, VectorRow};
 use crate::table::Tables;
-use crate::wal::{self, SEALED, Wal};
 
+mod log;
 mod merge;
+use log::{Log, Sealed};
 use merge::Merge;
 
 /// How long [`Store::open`] waits for the data directory's lock: a handle
@@ -68,7 +70,12 @@ pub const DEFAULT_FLUSH_EVERY: usize = crate::table::COMPACTED_FRAGMENT_ROWS;
 pub struct StoreOptions {
     /// The data directory (tables in `tables/`, BM25 index in `lexical/`, log in
     /// `wal.log`, audit log in `audit.jsonl`, a pending erasure in `ERASING`).
+    /// With [`StoreOptions::remote`] it holds only the lock, the BM25 index,
+    /// the audit log and what the engine derives: a cache.
     pub dir: PathBuf,
+    /// Tables and log on object storage instead of in `dir` (cargo feature
+    /// `s3`; see [`Remote`]). Default none.
+    pub remote: Option<Remote>,
     /// Vector width of the `memories` table.
     pub dim: usize,
     /// Records buffered in the log before a background flush writes them to
@@ -83,6 +90,7 @@ impl StoreOptions {
     pub fn new(dir: impl Into<PathBuf>, dim: usize) -> StoreOptions {
         StoreOptions {
             dir: dir.into(),
+            remote: None,
             dim,
             flush_every: DEFAULT_FLUSH_EVERY,
             compact_every: 16,
@@ -149,7 +157,7 @@ pub struct Store {
     unfinished: Option<(EraseSelector, String)>,
     options: StoreOptions,
     tables: Tables,
-    wal: Wal,
+    log: Log,
     lexical: Arc<LexicalIndex>,
     pending: Vec<Record>,
     in_flight: Option<InFlight>,
@@ -160,11 +168,14 @@ pub struct Store {
     /// Held open for its advisory lock: one writer per data directory. A
     /// background flush holds it too, so a reopen waits for the flush.
     lock: Arc<std::fs::File>,
+    /// [`Store::release`] was called: no more writes.
+    released: bool,
 }
 
 /// A flush of the sealed log to the tables.
 struct InFlight {
     records: Arc<Vec<Record>>,
+    sealed: Arc<Sealed>,
     /// None once it failed: the records still wait for the tables.
     task: Option<tokio::task::JoinHandle<Result<()>>>,
 }
@@ -225,17 +236,24 @@ impl Store {
                 }
             }
         }
-        let uri = dir.join("tables");
-        let uri = uri
-            .to_str()
-            .ok_or_else(|| IndexerError::NonUtf8Path { path: uri.clone() })?;
-        // Under the fault layer every table file goes through the object
-        // store (lance writes a local table's data files directly, past
-        // any object-store wrapper, unless the URI says otherwise).
-        #[cfg(feature = "faults")]
-        let uri = &crate::faults::object_store::table_uri(uri)?;
         let opening = std::time::Instant::now();
-        let tables = Tables::open(uri, options.dim).await?;
+        let tables = match &options.remote {
+            Some(remote) => {
+                Tables::open(&remote.tables_uri(), remote.options(), options.dim).await?
+            }
+            None => {
+                let uri = dir.join("tables");
+                let uri = uri
+                    .to_str()
+                    .ok_or_else(|| IndexerError::NonUtf8Path { path: uri.clone() })?;
+                // Under the fault layer every table file goes through the object
+                // store (lance writes a local table's data files directly, past
+                // any object-store wrapper, unless the URI says otherwise).
+                #[cfg(feature = "faults")]
+                let uri = &crate::faults::object_store::table_uri(uri)?;
+                Tables::open(uri, &[], options.dim).await?
+            }
+        };
         let (mut memories_upto, mut in_order) = tables.memory_seqs().await?;
         let (events_upto, vectors_upto) = tables.event_and_vector_upto().await?;
         tables.written_upto(memories_upto, events_upto, vectors_upto);
@@ -243,10 +261,9 @@ impl Store {
         // Each table's highest sequence number says which logged records it
         // already holds (a crash can fall between the table writes of a flush).
         // A log sealed for a flush that a crash interrupted comes first.
-        let sealed = wal::read_sealed(&dir.join(SEALED))?;
-        let (mut wal, batches) = Wal::open(&dir.join("wal.log"))?;
+        let (mut log, batches) = Log::open(&dir, options.remote.as_ref()).await?;
         let mut replay = Vec::new();
-        for record in sealed.into_iter().chain(batches).flatten() {
+        for record in batches.into_iter().flatten() {
             let missing = match &record {
                 Record::Memory(m) => m.seq > memories_upto,
                 Record::Event(e) => e.seq > events_upto,
@@ -272,8 +289,7 @@ impl Store {
             }
         }
         if read_only.is_none() {
-            wal::remove_sealed(&dir.join(SEALED))?;
-            wal.reset()?;
+            log.replayed().await?;
             // The tables hold the replayed records now.
             replay.clear();
         }
@@ -368,7 +384,7 @@ impl Store {
             Store {
                 options,
                 tables,
-                wal,
+                log,
                 lexical,
                 pending: Vec::new(),
                 in_flight: None,
@@ -379,6 +395,7 @@ impl Store {
                 lock: Arc::new(lock),
                 read_only,
                 unfinished: None,
+                released: false,
             },
             replayed,
         ))
@@ -392,17 +409,20 @@ impl Store {
         self.read_only
             .as_deref()
             .or_else(|| self.unfinished.as_ref().map(|(_, reason)| reason.as_str()))
-            .or_else(|| self.wal.broken())
+            .or_else(|| self.log.broken())
             .or_else(|| self.audit.broken())
             .or_else(|| self.lexical.failed())
     }
 
     fn writable(&self) -> Result<()> {
+        if self.released {
+            return Err(IndexerError::Closed { what: "store" });
+        }
         match self.read_only() {
             Some(reason) => Err(IndexerError::ReadOnly {
                 reason: reason.to_string(),
             }),
-            None => Ok(()),
+            None => self.log.still_writer(),
         }
     }
 
@@ -447,11 +467,13 @@ impl Store {
             // The log's fsync and the index's analysis do not depend on each
             // other: they run side by side. Documents enter the index only
             // once the log holds their records.
-            let (wal, lexical) = (&mut self.wal, &self.lexical);
-            rayon::join(
-                || wal.append(&records, &vectors, sync),
-                || lexical.documents(&memories),
-            )
+            let lexical = &self.lexical;
+            let first_seq = records.first().map_or(self.next_seq, Record::seq);
+            self.log
+                .append((&records, &vectors), first_seq, sync, || {
+                    lexical.documents(&memories)
+                })
+                .await
         };
         log_payload::restore_vectors(&mut records, vectors);
         logged?;
@@ -480,18 +502,18 @@ impl Store {
             }
             self.settle().await?;
         }
-        let sealed = self.options.dir.join(SEALED);
-        self.wal.seal(&sealed)?;
+        let sealed = Arc::new(self.log.seal()?);
         let records = Arc::new(std::mem::take(&mut self.pending));
         let (tables, lexical, lock) =
             (self.tables.clone(), self.lexical.clone(), self.lock.clone());
-        let batch = records.clone();
+        let (batch, sealing) = (records.clone(), sealed.clone());
         let task = tokio::spawn(async move {
             let _lock = lock;
-            write_sealed(&tables, &lexical, &batch, &sealed).await
+            write_sealed(&tables, &lexical, &batch, &sealing).await
         });
         self.in_flight = Some(InFlight {
             records,
+            sealed,
             task: Some(task),
         });
         self.flushed();
@@ -520,8 +542,13 @@ impl Store {
             return Ok(());
         };
         tracing::warn!(error = %e, "background flush failed; retrying it now");
-        let sealed = self.options.dir.join(SEALED);
-        let retried = write_sealed(&self.tables, &self.lexical, &in_flight.records, &sealed).await;
+        let retried = write_sealed(
+            &self.tables,
+            &self.lexical,
+            &in_flight.records,
+            &in_flight.sealed,
+        )
+        .await;
         if retried.is_err() {
             self.in_flight = Some(in_flight);
         }
@@ -538,7 +565,7 @@ impl Store {
         self.writable()?;
         self.tables.append(&self.pending).await?;
         self.lexical.commit()?;
-        self.wal.reset()?;
+        self.log.reset().await?;
         self.pending.clear();
         self.flushed();
         Ok(())
@@ -580,11 +607,25 @@ impl Store {
         self.lexical.wait_for_merges()
     }
 
+    /// Stops writing: waits for a background flush, then gives up what makes
+    /// this process the store's writer (the lease of a store on object
+    /// storage, so another process takes over at once instead of after the
+    /// lease expires). Writes are refused afterwards; reads go on. Nothing
+    /// is lost: the log holds what the tables do not.
+    pub async fn release(&mut self) -> Result<()> {
+        if let Err(e) = self.settle().await {
+            tracing::warn!(error = %e, "a flush failed before the release; its records stay in the log");
+        }
+        self.released = true;
+        self.log.release().await
+    }
+
     /// Flushes and compacts; call before dropping for a tidy directory (not
     /// needed for safety: the log covers everything acknowledged).
     pub async fn close(mut self) -> Result<()> {
         self.flush().await?;
-        self.tables.compact().await
+        self.tables.compact().await?;
+        self.log.release().await
     }
 
     /// Erases what `selector` covers from every file the store keeps (§6):
@@ -713,7 +754,7 @@ impl Store {
 
     /// Bytes in the write-ahead log.
     pub fn wal_bytes(&self) -> u64 {
-        self.wal.len()
+        self.log.len()
     }
 
     /// The data directory.
@@ -728,11 +769,12 @@ async fn write_sealed(
     tables: &Tables,
     lexical: &LexicalIndex,
     records: &[Record],
-    sealed: &Path,
+    sealed: &Sealed,
 ) -> Result<()> {
+    sealed.still_writer()?;
     tables.append(records).await?;
     lexical.commit()?;
-    wal::remove_sealed(sealed)
+    sealed.remove().await
 }
 
 async fn load(tables: &Tables) -> Result<(Vec<MemoryRow>, Vec<EventRow>, Vec<VectorRow>)> {
@@ -757,6 +799,7 @@ fn merged(memories: Vec<MemoryRow>, events: Vec<EventRow>, vectors: Vec<VectorRo
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wal::SEALED;
 
     fn event(n: u64) -> Record {
         Record::Event(EventRow {

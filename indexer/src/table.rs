@@ -61,11 +61,17 @@ struct Written {
 const UNKNOWN: u64 = u64::MAX;
 
 impl Tables {
-    /// Opens the tables under `uri`, creating them if they do not exist. The
+    /// Opens the tables under `uri` (reached with the `storage` options of
+    /// object storage, none for a directory), creating them if they do not exist. The
     /// vector column's width is fixed at creation; reopening with another
     /// dimension is an error rather than a silent mix.
-    pub(crate) async fn open(uri: &str, dim: usize) -> Result<Tables> {
+    pub(crate) async fn open(
+        uri: &str,
+        storage: &[(String, String)],
+        dim: usize,
+    ) -> Result<Tables> {
         let db = lancedb::connect(uri)
+            .storage_options(storage.iter().cloned())
             .execute()
             .await
             .map_err(IndexerError::lance(MEMORIES))?;
@@ -656,7 +662,9 @@ mod tests {
                 .await
                 .unwrap();
             let scratch = dir.path().join("scratch");
-            let other = Tables::open(scratch.to_str().unwrap(), 3).await.unwrap();
+            let other = Tables::open(scratch.to_str().unwrap(), &[], 3)
+                .await
+                .unwrap();
             other
                 .append(&[Record::Vector(backfilled(3, vec![]))])
                 .await
@@ -667,7 +675,7 @@ mod tests {
                 .await
                 .unwrap();
         }
-        let tables = Tables::open(uri, 3).await.unwrap();
+        let tables = Tables::open(uri, &[], 3).await.unwrap();
         let sentences = vec![vec![0.0, 1.0, 0.0], vec![0.0, 0.6, 0.8]];
         tables
             .append(&[
@@ -682,7 +690,7 @@ mod tests {
         assert_eq!(vectors, [backfilled(3, vec![]), backfilled(4, sentences)]);
         drop(tables);
         // Reopening finds the columns and adds nothing.
-        let tables = Tables::open(uri, 3).await.unwrap();
+        let tables = Tables::open(uri, &[], 3).await.unwrap();
         assert_eq!(tables.load_memories().await.unwrap().len(), 2);
         assert_eq!(tables.load_vectors().await.unwrap().len(), 2);
     }

@@ -94,18 +94,7 @@ impl Wal {
         vectors: &[Option<Vec<f32>>],
         sync: bool,
     ) -> Result<()> {
-        let payload = log_payload::encode(bare, vectors)?;
-        let len = u32::try_from(payload.len())
-            .ok()
-            .filter(|len| *len <= MAX_FRAME)
-            .ok_or(IndexerError::TooLarge {
-                what: "write-ahead log frame",
-                len: payload.len() as u64,
-                max: u64::from(MAX_FRAME),
-            })?;
-        let mut header = [0u8; 8];
-        header[..4].copy_from_slice(&len.to_le_bytes());
-        header[4..].copy_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+        let (header, payload) = frame(bare, vectors)?;
         self.usable()?;
         let io = IndexerError::io(&self.path);
         let path = self.path.as_path();
@@ -272,9 +261,26 @@ fn sync_dir(path: &Path) -> Result<()> {
     faults::sync_dir(dir).map_err(IndexerError::io(dir))
 }
 
+/// One batch as a frame: its header (length and checksum) and payload.
+pub(crate) fn frame(bare: &[Record], vectors: &[Option<Vec<f32>>]) -> Result<([u8; 8], Vec<u8>)> {
+    let payload = log_payload::encode(bare, vectors)?;
+    let len = u32::try_from(payload.len())
+        .ok()
+        .filter(|len| *len <= MAX_FRAME)
+        .ok_or(IndexerError::TooLarge {
+            what: "write-ahead log frame",
+            len: payload.len() as u64,
+            max: u64::from(MAX_FRAME),
+        })?;
+    let mut header = [0u8; 8];
+    header[..4].copy_from_slice(&len.to_le_bytes());
+    header[4..].copy_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+    Ok((header, payload))
+}
+
 /// Decodes frames until the first damaged one; returns the batches and the
 /// length of the valid prefix.
-fn decode(raw: &[u8]) -> (Vec<Vec<Record>>, usize) {
+pub(crate) fn decode(raw: &[u8]) -> (Vec<Vec<Record>>, usize) {
     let mut batches = Vec::new();
     let mut at = 0usize;
     while raw.len() - at >= 8 {

@@ -2,6 +2,7 @@
 //! non-zero exit; `--json` prints machine-readable output everywhere.
 
 mod demo;
+mod location;
 mod mcp;
 
 use std::io::BufRead;
@@ -10,8 +11,8 @@ use std::path::PathBuf;
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
 use recall::{
-    Config, Engine, EraseScope, Kind, Memory, NewMemory, ProposalPolicy, RecallResult, Remembered,
-    Source, Trust,
+    Engine, EraseScope, Kind, Memory, NewMemory, ProposalPolicy, RecallResult, Remembered, Source,
+    Trust,
 };
 use uuid::Uuid;
 
@@ -28,7 +29,10 @@ static ALLOCATOR: recall::allocator::MiMalloc = recall::allocator::MiMalloc;
     about = "Semantic recall for AI agents' long-term memory"
 )]
 struct Cli {
-    /// Data directory.
+    /// Data directory, or `s3://bucket/prefix` for a store on S3-compatible
+    /// object storage (endpoint and credentials from AWS_ENDPOINT_URL,
+    /// AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, and
+    /// AWS_ALLOW_HTTP=true for a plain-HTTP server).
     #[arg(
         long,
         global = true,
@@ -36,6 +40,10 @@ struct Cli {
         default_value = "./recall-data"
     )]
     data: PathBuf,
+    /// With an `s3://` store: the local cache directory (BM25 index, vector
+    /// files, lock, audit log). Default $XDG_CACHE_HOME/recall/stores/...
+    #[arg(long, global = true, env = "RECALL_CACHE", value_name = "DIR")]
+    cache: Option<PathBuf>,
     /// Print JSON instead of text.
     #[arg(long, global = true)]
     json: bool,
@@ -432,17 +440,21 @@ pub(crate) fn print_recall(result: &RecallResult) {
 async fn run(cli: Cli) -> anyhow::Result<()> {
     let command = match cli.command {
         Command::Demo { keep } => return demo::run(keep, cli.json).await,
-        Command::Mcp(args) => return mcp::run(cli.data, args, &cli.bank_modes).await,
+        Command::Mcp(args) => {
+            let location = location::Location::resolve(&cli.data, cli.cache.as_deref())?;
+            return mcp::run(location, args, &cli.bank_modes).await;
+        }
         other => other,
     };
+    let location = location::Location::resolve(&cli.data, cli.cache.as_deref())?;
     let mut proposals = ProposalPolicy::default();
     for rule in &cli.bank_modes {
         proposals = proposals.parse_rule(rule)?;
     }
     let returning = returning_freed_pages();
-    let engine = Engine::open(Config::new(&cli.data).proposals(proposals))
+    let engine = Engine::open(location.config().proposals(proposals))
         .await
-        .with_context(|| format!("opening {}", cli.data.display()))?;
+        .with_context(|| format!("opening {}", location.name()))?;
     drop(returning);
     match command {
         Command::Remember {
@@ -841,6 +853,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     // that did its work into a failure.
     if let Err(e) = engine.flush().await {
         tracing::warn!(error = %e, "the log stays as it is until the next open");
+    }
+    // A store on object storage: the next command (or another machine)
+    // takes the writer's lease at once instead of after it expires.
+    if location.remote.is_some()
+        && let Err(e) = engine.close().await
+    {
+        tracing::warn!(error = %e, "the writer's lease is left to expire");
     }
     Ok(())
 }

@@ -136,7 +136,11 @@ impl McpArgs {
 
 /// Serves one MCP client on stdin/stdout until it disconnects, or, with
 /// `--http`, every client that connects until the process is stopped.
-pub async fn run(data: PathBuf, args: McpArgs, bank_modes: &[String]) -> anyhow::Result<()> {
+pub async fn run(
+    location: crate::location::Location,
+    args: McpArgs,
+    bank_modes: &[String],
+) -> anyhow::Result<()> {
     let args = args.merged()?;
     let policy = args.policy()?;
     let mut proposals = recall::ProposalPolicy::default();
@@ -145,6 +149,8 @@ pub async fn run(data: PathBuf, args: McpArgs, bank_modes: &[String]) -> anyhow:
     }
     // Set once, before any store is opened.
     let _ = share::PROPOSALS.set(proposals);
+    let _ = share::STORAGE.set(location.remote);
+    let data = location.dir;
     #[cfg(not(feature = "http"))]
     if let Some(addr) = args.http {
         anyhow::bail!(

@@ -157,8 +157,13 @@ impl Front {
 /// The process stops serving: as the owner, it hands the store over to the
 /// other windows' servers (`share.rs`).
 pub async fn hand_over(role: &SharedRole) {
-    if let Role::Owner(_, hub) = &*role.lock().await {
+    if let Role::Owner(engine, hub) = &*role.lock().await {
         hub.hand_over().await;
+        // The next owner takes a store on object storage at once, not
+        // after this process's lease expires.
+        if let Err(e) = engine.close().await {
+            tracing::warn!(error = %e, "the store's writer lease is left to expire");
+        }
     }
 }
 

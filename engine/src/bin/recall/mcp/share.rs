@@ -76,6 +76,10 @@ pub enum Role {
 /// owner's rules decide.
 pub static PROPOSALS: std::sync::OnceLock<recall::ProposalPolicy> = std::sync::OnceLock::new();
 
+/// Where the store's tables and log live when `data` is the cache of an
+/// `s3://` store (`--data s3://...`), set once by [`super::run`].
+pub static STORAGE: std::sync::OnceLock<Option<recall::Remote>> = std::sync::OnceLock::new();
+
 /// Finds the owner of the store in `data` or becomes it.
 pub async fn elect(data: &Path, policy: &Policy) -> anyhow::Result<Role> {
     let path = socket_path(data);
@@ -87,7 +91,11 @@ pub async fn elect(data: &Path, policy: &Policy) -> anyhow::Result<Role> {
         }
         let returning = crate::returning_freed_pages();
         let proposals = PROPOSALS.get().cloned().unwrap_or_default();
-        let open = Engine::open(Config::new(data).proposals(proposals));
+        let mut config = Config::new(data).proposals(proposals);
+        if let Some(Some(remote)) = STORAGE.get() {
+            config = config.remote(remote.clone());
+        }
+        let open = Engine::open(config);
         tokio::pin!(open);
         // While this process waits for the lock, an owner that is still
         // starting may begin to serve: stop waiting then.
