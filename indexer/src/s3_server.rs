@@ -157,3 +157,199 @@ fn free_ports(n: usize) -> std::io::Result<Vec<u16>> {
         .collect::<std::io::Result<Vec<_>>>()?;
     held.iter().map(|l| Ok(l.local_addr()?.port())).collect()
 }
+
+/// What [`FaultyProxy`] does to a request.
+#[derive(Debug, Clone)]
+pub enum Fault {
+    /// Answer `503 Slow Down` instead of forwarding, this many times.
+    Unavailable(usize),
+    /// Answer `503` to every matching request until the plan changes.
+    AlwaysUnavailable,
+    /// Forward after this delay.
+    Slow(Duration),
+}
+
+/// Which requests a fault applies to: the method (`PUT`, `GET`, …) and a
+/// piece of the path (`/wal/`, `/_versions/`), either empty for any.
+#[derive(Debug, Clone, Default)]
+pub struct Matching {
+    /// HTTP method, or empty for any.
+    pub method: String,
+    /// A substring of the request path, or empty for any.
+    pub path: String,
+}
+
+/// An HTTP proxy in front of a [`SeaweedFs`] that fails or delays the
+/// requests a test names: the object store's own faults (503s, slow
+/// answers, a refused commit) as a client meets them. Runs until dropped.
+pub struct FaultyProxy {
+    endpoint: String,
+    plan: std::sync::Arc<std::sync::Mutex<Vec<(Matching, Fault)>>>,
+    /// Requests answered with a fault, and requests forwarded.
+    counts: std::sync::Arc<[std::sync::atomic::AtomicUsize; 2]>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl FaultyProxy {
+    /// A proxy in front of `server`, forwarding everything until told otherwise.
+    pub fn start(server: &SeaweedFs) -> std::io::Result<FaultyProxy> {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        listener.set_nonblocking(true)?;
+        let endpoint = listener.local_addr()?.to_string();
+        let proxy = FaultyProxy {
+            endpoint,
+            plan: Default::default(),
+            counts: Default::default(),
+            stop: Default::default(),
+        };
+        let (upstream, plan, counts, stop) = (
+            server.endpoint.clone(),
+            proxy.plan.clone(),
+            proxy.counts.clone(),
+            proxy.stop.clone(),
+        );
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((client, _)) => {
+                        let (upstream, plan, counts) =
+                            (upstream.clone(), plan.clone(), counts.clone());
+                        std::thread::spawn(move || serve(client, &upstream, &plan, &counts));
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                }
+            }
+        });
+        Ok(proxy)
+    }
+
+    /// `host:port` to reach the server through the proxy.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// Applies `fault` to the requests `matching` names, ahead of earlier rules.
+    pub fn inject(&self, matching: Matching, fault: Fault) {
+        if let Ok(mut plan) = self.plan.lock() {
+            plan.insert(0, (matching, fault));
+        }
+    }
+
+    /// Forwards everything again.
+    pub fn heal(&self) {
+        if let Ok(mut plan) = self.plan.lock() {
+            plan.clear();
+        }
+    }
+
+    /// Requests answered with a fault so far.
+    pub fn faulted(&self) -> usize {
+        self.counts[0].load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// `remote` reached through this proxy instead of directly.
+    pub fn route(&self, remote: Remote) -> Remote {
+        remote.option("aws_endpoint", format!("http://{}", self.endpoint))
+    }
+}
+
+impl Drop for FaultyProxy {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Serves one client connection, a request at a time: each is either
+/// answered with its fault or sent upstream on a connection of its own and
+/// the whole answer relayed.
+fn serve(
+    mut client: TcpStream,
+    upstream: &str,
+    plan: &std::sync::Mutex<Vec<(Matching, Fault)>>,
+    counts: &[std::sync::atomic::AtomicUsize; 2],
+) {
+    let _ = client.set_nonblocking(false);
+    while let Some((head, body)) = read_request(&mut client) {
+        let mut words = head.split(' ');
+        let (method, path) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+        let fault = plan.lock().ok().and_then(|mut plan| {
+            let rule = plan.iter_mut().find(|(m, _)| {
+                (m.method.is_empty() || m.method == method) && path.contains(m.path.as_str())
+            })?;
+            match &mut rule.1 {
+                Fault::Unavailable(0) => None,
+                Fault::Unavailable(n) => {
+                    *n -= 1;
+                    Some(Fault::Unavailable(1))
+                }
+                other => Some(other.clone()),
+            }
+        });
+        match fault {
+            Some(Fault::Unavailable(_) | Fault::AlwaysUnavailable) => {
+                counts[0].fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let answer = "HTTP/1.1 503 Slow Down\r\nContent-Length: 0\r\n\r\n";
+                if client.write_all(answer.as_bytes()).is_err() {
+                    return;
+                }
+                continue;
+            }
+            Some(Fault::Slow(delay)) => std::thread::sleep(delay),
+            None => {}
+        }
+        counts[1].fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        // One upstream connection per request, closed by the server after
+        // its answer, so the answer is everything read until then.
+        let head = head
+            .lines()
+            .filter(|l| !l.to_ascii_lowercase().starts_with("connection:"))
+            .collect::<Vec<_>>()
+            .join("\r\n");
+        let Ok(mut server) = TcpStream::connect(upstream) else {
+            return;
+        };
+        let request = format!("{head}\r\nConnection: close\r\n\r\n");
+        if server.write_all(request.as_bytes()).is_err() || server.write_all(&body).is_err() {
+            return;
+        }
+        let mut answer = Vec::new();
+        if server.read_to_end(&mut answer).is_err() {
+            return;
+        }
+        // The client must not reuse this connection: say so if the server
+        // did not.
+        let split = answer.windows(4).position(|w| w == b"\r\n\r\n");
+        if let Some(at) = split {
+            let head = String::from_utf8_lossy(&answer[..at]).to_ascii_lowercase();
+            if !head.contains("\r\nconnection:") {
+                answer.splice(at..at, b"\r\nConnection: close".iter().copied());
+            }
+        }
+        let _ = client.write_all(&answer);
+        return;
+    }
+}
+
+/// One request's head (without its blank line) and body, by Content-Length.
+fn read_request(client: &mut TcpStream) -> Option<(String, Vec<u8>)> {
+    let mut raw = Vec::new();
+    let mut byte = [0u8; 1];
+    while !raw.ends_with(b"\r\n\r\n") {
+        if client.read(&mut byte).ok()? == 0 {
+            return None;
+        }
+        raw.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&raw[..raw.len() - 4]).into_owned();
+    let length = head
+        .lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("content-length")
+                .then(|| value.trim().parse::<usize>().ok())?
+        })
+        .unwrap_or(0);
+    let mut body = vec![0u8; length];
+    client.read_exact(&mut body).ok()?;
+    Some((head, body))
+}

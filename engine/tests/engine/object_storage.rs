@@ -17,7 +17,7 @@ use recall::{
     Config, Engine, EraseScope, Error, HashEmbedder, IndexerError, Kind, ModelSource, NewMemory,
     Remembered, Remote, WriteConfig,
 };
-use recall_indexer::s3_server::SeaweedFs;
+use recall_indexer::s3_server::{Fault, FaultyProxy, Matching, SeaweedFs};
 use uuid::Uuid;
 
 /// The tests' writer lease: short, so a killed writer's store is taken
@@ -639,4 +639,101 @@ async fn the_cli_works_on_a_store_on_object_storage_and_hands_its_lease_back() {
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("bucket name is missing"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn object_store_faults_are_retried_and_surface_as_typed_errors_when_they_persist() {
+    let weed = Weed::start();
+    let proxy = FaultyProxy::start(&weed.0).unwrap();
+    let direct = weed.store();
+    // Retries bounded for the test (Lance's keys, which the log's client reads too).
+    let remote = proxy
+        .route(direct.clone())
+        .option("client_max_retries", "2")
+        .option("client_retry_timeout", "3");
+    let note = |text: &str| NewMemory::new("acme", "notes", Kind::Note, text);
+    let engine = Engine::open(hashed(tempfile::tempdir().unwrap().path(), &remote))
+        .await
+        .unwrap();
+    let log_puts = || Matching {
+        method: "PUT".into(),
+        path: "/wal/".into(),
+    };
+
+    // Two 503s on the log's PUT: retried with backoff, the write lands.
+    proxy.inject(log_puts(), Fault::Unavailable(2));
+    let first = engine
+        .remember(note("written through two 503s"))
+        .await
+        .unwrap()
+        .id();
+    assert_eq!(proxy.faulted(), 2, "both 503s were met and retried");
+
+    // Every request 200 ms late: slower, not wrong.
+    proxy.heal();
+    proxy.inject(Matching::default(), Fault::Slow(Duration::from_millis(200)));
+    let slow = engine
+        .remember(note("written while the store was slow"))
+        .await
+        .unwrap()
+        .id();
+
+    // The store refuses the tables' commit (their manifest's PUT): the
+    // flush fails with a typed error and the records stay in the log.
+    proxy.heal();
+    proxy.inject(
+        Matching {
+            method: "PUT".into(),
+            path: "/_versions/".into(),
+        },
+        Fault::AlwaysUnavailable,
+    );
+    let flushed = engine.flush().await;
+    assert!(
+        matches!(flushed, Err(Error::Storage(IndexerError::Lance { .. }))),
+        "{flushed:?}"
+    );
+
+    // The log's PUT fails for good: a typed error, then no more writes.
+    proxy.heal();
+    proxy.inject(log_puts(), Fault::AlwaysUnavailable);
+    let refused = engine.remember(note("never acknowledged")).await;
+    assert!(
+        matches!(
+            refused,
+            Err(Error::Storage(IndexerError::ObjectStore {
+                operation: "put",
+                ..
+            }))
+        ),
+        "{refused:?}"
+    );
+    let after = engine.remember(note("after the failure")).await;
+    assert!(
+        matches!(after, Err(Error::Storage(IndexerError::ReadOnly { .. }))),
+        "{after:?}"
+    );
+    proxy.heal();
+    drop(engine);
+
+    // Nothing acknowledged is lost and the tables take commits again.
+    let reopened = Engine::open(hashed(tempfile::tempdir().unwrap().path(), &direct))
+        .await
+        .unwrap();
+    let texts: Vec<(Uuid, String)> = reopened
+        .list("acme", Some("notes"))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| (m.id, m.content))
+        .collect();
+    let ids: Vec<Uuid> = texts.iter().map(|(id, _)| *id).collect();
+    assert!(ids.contains(&first) && ids.contains(&slow), "{texts:?}");
+    // The refused PUT never reached the server (the proxy answered it).
+    assert_eq!(texts.len(), 2, "{texts:?}");
+    reopened.flush().await.unwrap();
+    reopened
+        .remember(note("the store writes again"))
+        .await
+        .unwrap();
 }

@@ -16,11 +16,12 @@
 //! newer holder started after the old one's last acknowledged write).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::TryStreamExt;
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::path::Path as ObjectPath;
-use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, RetryConfig};
 
 use super::lease::Lease;
 use super::{Remote, failed};
@@ -72,21 +73,40 @@ impl SealedObjects {
 
 /// An S3 client for `remote`, and the key prefix the store's objects sit under.
 pub(crate) fn connect(remote: &Remote) -> Result<(Arc<dyn ObjectStore>, ObjectPath)> {
-    let mut builder = AmazonS3Builder::new().with_bucket_name(remote.bucket());
-    for (key, value) in remote.options() {
-        let parsed: AmazonS3ConfigKey =
-            key.to_ascii_lowercase()
-                .parse()
-                .map_err(|_| IndexerError::InvalidRemote {
-                    uri: remote.uri().to_string(),
-                    reason: format!("unknown option `{key}`"),
-                })?;
-        builder = builder.with_config(parsed, value);
-    }
-    let store = builder.build().map_err(|e| IndexerError::InvalidRemote {
+    let invalid = |reason: String| IndexerError::InvalidRemote {
         uri: remote.uri().to_string(),
-        reason: e.to_string(),
-    })?;
+        reason,
+    };
+    let mut builder = AmazonS3Builder::new().with_bucket_name(remote.bucket());
+    // Retries as Lance's client of the same store makes them (its keys and
+    // defaults), so one setting governs the tables and the log.
+    let mut retry = RetryConfig {
+        max_retries: 3,
+        retry_timeout: Duration::from_secs(180),
+        ..RetryConfig::default()
+    };
+    for (key, value) in remote.options() {
+        let key = key.to_ascii_lowercase();
+        let number = || {
+            value
+                .parse::<u64>()
+                .map_err(|_| invalid(format!("`{key}` takes a whole number, not `{value}`")))
+        };
+        match key.as_str() {
+            "client_max_retries" => retry.max_retries = number()? as usize,
+            "client_retry_timeout" => retry.retry_timeout = Duration::from_secs(number()?),
+            // Lance's own read settings: nothing for the log's client.
+            "download_retry_count" | "block_size" => {}
+            _ => {
+                let parsed: AmazonS3ConfigKey = key
+                    .parse()
+                    .map_err(|_| invalid(format!("unknown option `{key}`")))?;
+                builder = builder.with_config(parsed, value);
+            }
+        }
+    }
+    builder = builder.with_retry(retry);
+    let store = builder.build().map_err(|e| invalid(e.to_string()))?;
     Ok((Arc::new(store), ObjectPath::from(remote.prefix())))
 }
 
