@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::audit::{AuditEntry, AuditLog};
-use crate::erasure::{self, EraseSelector};
+use crate::erasure::EraseSelector;
 use crate::error::{IndexerError, Result};
 use crate::lexical::{LexicalHit, LexicalIndex};
 use crate::log_payload;
@@ -295,7 +295,7 @@ impl Store {
         }
 
         // An erasure a crash interrupted finishes before anything is served.
-        let unfinished_erase = erasure::read_intent(&dir)?;
+        let unfinished_erase = log.read_intent().await?;
         if let (Some(_), Some(reason)) = (&unfinished_erase, &read_only) {
             // Never serve what an erasure was removing.
             return Err(IndexerError::ReadOnly {
@@ -336,7 +336,7 @@ impl Store {
         let lexical = Arc::new(LexicalIndex::open(&dir.join("lexical"))?);
         if let Some(selector) = &unfinished_erase {
             lexical.erase(selector)?;
-            erasure::clear_intent(&dir)?;
+            log.clear_intent().await?;
         }
         if lexical.indexed_seq()? > last_memory {
             tracing::warn!(path = %lexical.path().display(), "lexical index is ahead of the tables; rebuilding it");
@@ -647,10 +647,10 @@ impl Store {
         // purge must not race it.
         self.compacted().await;
         let selector = self.tables.resolve(selector).await?;
-        if let Err(e) = erasure::write_intent(&self.options.dir, &selector) {
+        if let Err(e) = self.log.write_intent(&selector).await {
             // Written in part, or written and not fsynced: gone, or the next
             // open would run an erasure this call reports as failed.
-            if let Err(cleared) = erasure::clear_intent(&self.options.dir) {
+            if let Err(cleared) = self.log.clear_intent().await {
                 self.unfinished = Some((
                     selector,
                     format!(
@@ -664,7 +664,7 @@ impl Store {
         let erased = async {
             let ids = self.tables.erase(&selector).await?;
             self.lexical.erase(&selector)?;
-            erasure::clear_intent(&self.options.dir)?;
+            self.log.clear_intent().await?;
             Ok(ids)
         }
         .await;

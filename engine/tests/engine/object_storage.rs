@@ -428,9 +428,9 @@ async fn a_writer_paused_past_its_lease_is_refused_and_loses_nothing() {
         "the new holder saw every acknowledged write; missing {missing:?}"
     );
     drop(engine);
-    let last = Engine::open(hashed(tempfile::tempdir().unwrap().path(), &taker))
-        .await
-        .unwrap();
+    let cache_1 = tempfile::tempdir().unwrap();
+
+    let last = Engine::open(hashed(cache_1.path(), &taker)).await.unwrap();
     let listed = last.list("acme", Some("load")).await.unwrap();
     let all: std::collections::HashSet<Uuid> = listed.iter().map(|m| m.id).collect();
     let unacked: Vec<&str> = listed
@@ -652,9 +652,9 @@ async fn object_store_faults_are_retried_and_surface_as_typed_errors_when_they_p
         .option("client_max_retries", "2")
         .option("client_retry_timeout", "3");
     let note = |text: &str| NewMemory::new("acme", "notes", Kind::Note, text);
-    let engine = Engine::open(hashed(tempfile::tempdir().unwrap().path(), &remote))
-        .await
-        .unwrap();
+    let cache_2 = tempfile::tempdir().unwrap();
+
+    let engine = Engine::open(hashed(cache_2.path(), &remote)).await.unwrap();
     let log_puts = || Matching {
         method: "PUT".into(),
         path: "/wal/".into(),
@@ -717,9 +717,9 @@ async fn object_store_faults_are_retried_and_surface_as_typed_errors_when_they_p
     drop(engine);
 
     // Nothing acknowledged is lost and the tables take commits again.
-    let reopened = Engine::open(hashed(tempfile::tempdir().unwrap().path(), &direct))
-        .await
-        .unwrap();
+    let cache_3 = tempfile::tempdir().unwrap();
+
+    let reopened = Engine::open(hashed(cache_3.path(), &direct)).await.unwrap();
     let texts: Vec<(Uuid, String)> = reopened
         .list("acme", Some("notes"))
         .await
@@ -736,4 +736,82 @@ async fn object_store_faults_are_retried_and_surface_as_typed_errors_when_they_p
         .remember(note("the store writes again"))
         .await
         .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_erasure_a_node_left_unfinished_is_finished_by_the_next_node() {
+    let weed = Weed::start();
+    let proxy = FaultyProxy::start(&weed.0).unwrap();
+    let direct = weed.store();
+    let remote = proxy
+        .route(direct.clone())
+        .option("client_max_retries", "1")
+        .option("client_retry_timeout", "2");
+    let secret = "Ann's door code is 4711 and the spare key is in the mailbox";
+    let kept = "Bob prefers the standing desk by the window";
+    let cache_4 = tempfile::tempdir().unwrap();
+
+    let engine = Engine::open(hashed(cache_4.path(), &remote)).await.unwrap();
+    let ann = engine
+        .remember(NewMemory::new("acme", "user:ann", Kind::Fact, secret))
+        .await
+        .unwrap()
+        .id();
+    engine
+        .remember(NewMemory::new("acme", "user:bob", Kind::Fact, kept))
+        .await
+        .unwrap();
+    engine.flush().await.unwrap();
+    // The tables refuse every commit: the erasure records its intent in
+    // the bucket, then stops part-way.
+    proxy.inject(
+        Matching {
+            method: "PUT".into(),
+            path: "/_versions/".into(),
+        },
+        Fault::AlwaysUnavailable,
+    );
+    let stopped = engine
+        .erase("acme", EraseScope::Memory(ann), "dpo@acme")
+        .await;
+    assert!(
+        stopped.is_err(),
+        "the erasure could not finish: {stopped:?}"
+    );
+    let hits = engine
+        .recall("acme", "door code spare key")
+        .read(["user:ann", "user:bob"])
+        .execute()
+        .await
+        .unwrap();
+    assert!(
+        hits.hits.iter().all(|h| h.memory.id != ann),
+        "never served again"
+    );
+    assert!(
+        !holding(&objects(&direct).await, secret.as_bytes()).is_empty(),
+        "control: still in the tables"
+    );
+    proxy.heal();
+    drop(engine);
+
+    // Another node, with an empty cache, finishes it before serving.
+    let cache_5 = tempfile::tempdir().unwrap();
+
+    let next = Engine::open(hashed(cache_5.path(), &direct)).await.unwrap();
+    assert!(matches!(
+        next.get("acme", ann).await,
+        Err(Error::NotFound { .. })
+    ));
+    let after = objects(&direct).await;
+    assert_eq!(
+        holding(&after, secret.as_bytes()),
+        Vec::<&str>::new(),
+        "in no object"
+    );
+    assert!(!holding(&after, kept.as_bytes()).is_empty());
+    assert!(
+        after.iter().all(|(name, _)| !name.ends_with("/ERASING")),
+        "the intent is cleared"
+    );
 }

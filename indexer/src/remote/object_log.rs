@@ -25,6 +25,7 @@ use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload,
 
 use super::lease::Lease;
 use super::{Remote, failed};
+use crate::erasure::EraseSelector;
 use crate::error::{IndexerError, Result};
 use crate::rows::Record;
 use crate::wal;
@@ -33,7 +34,10 @@ use crate::wal;
 pub(crate) struct ObjectLog {
     store: Arc<dyn ObjectStore>,
     lease: Arc<Lease>,
+    /// `URI/wal`.
     dir: ObjectPath,
+    /// `URI/ERASING`: an erasure in progress (`crate::erasure`).
+    intent: ObjectPath,
     /// Objects written (or found at open) and not yet flushed to the tables.
     live: Vec<ObjectPath>,
     bytes: u64,
@@ -162,6 +166,7 @@ impl ObjectLog {
             ObjectLog {
                 store,
                 lease,
+                intent: prefix.clone().join(crate::erasure::INTENT_FILE),
                 dir,
                 live,
                 bytes,
@@ -234,6 +239,41 @@ impl ObjectLog {
                 ));
                 Err(failed("put", &location, &e))
             }
+        }
+    }
+
+    /// Records the erasure about to run in the bucket (any node's next
+    /// open finishes it).
+    pub(crate) async fn write_intent(&self, selector: &EraseSelector) -> Result<()> {
+        self.lease.check()?;
+        let json = serde_json::to_vec(selector)
+            .map_err(|e| IndexerError::corrupt("erase intent", e.to_string()))?;
+        self.store
+            .put(&self.intent, PutPayload::from(json))
+            .await
+            .map(|_| ())
+            .map_err(|e| failed("put", &self.intent, &e))
+    }
+
+    /// The erasure a process left unfinished, if any. An object is written
+    /// whole, so one that does not parse is damage, not a torn write.
+    pub(crate) async fn read_intent(&self) -> Result<Option<EraseSelector>> {
+        let got = match self.store.get(&self.intent).await {
+            Ok(got) => got.bytes().await,
+            Err(object_store::Error::NotFound { .. }) => return Ok(None),
+            Err(e) => Err(e),
+        };
+        let bytes = got.map_err(|e| failed("get", &self.intent, &e))?;
+        serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+            IndexerError::corrupt(format!("erase intent {}", self.intent), e.to_string())
+        })
+    }
+
+    /// The erasure is finished.
+    pub(crate) async fn clear_intent(&self) -> Result<()> {
+        match self.store.delete(&self.intent).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(failed("delete", &self.intent, &e)),
         }
     }
 

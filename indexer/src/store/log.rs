@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::erasure::{self, EraseSelector};
 use crate::error::Result;
 use crate::remote::Remote;
 use crate::rows::Record;
@@ -143,6 +144,35 @@ impl Log {
             Log::File { .. } => Ok(()),
             #[cfg(feature = "s3")]
             Log::Objects(log) => log.still_writer(),
+        }
+    }
+
+    /// Records, durably, the erasure about to run, beside the log: a
+    /// crash (or, on object storage, the death of this node) part-way
+    /// leaves it for the next open, by any process, to finish.
+    pub(super) async fn write_intent(&self, selector: &EraseSelector) -> Result<()> {
+        match self {
+            Log::File { dir, .. } => erasure::write_intent(dir, selector),
+            #[cfg(feature = "s3")]
+            Log::Objects(log) => log.write_intent(selector).await,
+        }
+    }
+
+    /// The erasure an earlier process left unfinished, if any.
+    pub(super) async fn read_intent(&self) -> Result<Option<EraseSelector>> {
+        match self {
+            Log::File { dir, .. } => erasure::read_intent(dir),
+            #[cfg(feature = "s3")]
+            Log::Objects(log) => log.read_intent().await,
+        }
+    }
+
+    /// The erasure is finished (or was never started).
+    pub(super) async fn clear_intent(&self) -> Result<()> {
+        match self {
+            Log::File { dir, .. } => erasure::clear_intent(dir),
+            #[cfg(feature = "s3")]
+            Log::Objects(log) => log.clear_intent().await,
         }
     }
 
