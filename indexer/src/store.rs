@@ -237,6 +237,12 @@ impl Store {
             }
         }
         let opening = std::time::Instant::now();
+        // On object storage the writer's lease comes first (the log's open
+        // takes it): only its holder may create or replay into the tables.
+        let remote_log = match &options.remote {
+            Some(remote) => Some(Log::open(&dir, Some(remote)).await?),
+            None => None,
+        };
         let tables = match &options.remote {
             Some(remote) => {
                 Tables::open(&remote.tables_uri(), remote.options(), options.dim).await?
@@ -261,7 +267,10 @@ impl Store {
         // Each table's highest sequence number says which logged records it
         // already holds (a crash can fall between the table writes of a flush).
         // A log sealed for a flush that a crash interrupted comes first.
-        let (mut log, batches) = Log::open(&dir, options.remote.as_ref()).await?;
+        let (mut log, batches) = match remote_log {
+            Some(opened) => opened,
+            None => Log::open(&dir, None).await?,
+        };
         let mut replay = Vec::new();
         for record in batches.into_iter().flatten() {
             let missing = match &record {

@@ -17,7 +17,7 @@ use recall::{
     Config, Engine, EraseScope, Error, HashEmbedder, IndexerError, Kind, ModelSource, NewMemory,
     Remembered, Remote, WriteConfig,
 };
-use recall_indexer::s3_server::{Fault, FaultyProxy, Matching, SeaweedFs};
+use recall_indexer::s3_server::{Fault, FaultyProxy, Matching, Moto, SeaweedFs};
 use uuid::Uuid;
 
 /// The tests' writer lease: short, so a killed writer's store is taken
@@ -814,4 +814,60 @@ async fn an_erasure_a_node_left_unfinished_is_finished_by_the_next_node() {
         after.iter().all(|(name, _)| !name.ends_with("/ERASING")),
         "the intent is cleared"
     );
+}
+
+/// Eight processes' worth of engines open one store at once: exactly one
+/// takes the lease (the conditional PUT has one winner), the others are
+/// refused, and only the winner's write is there.
+async fn racing_writers(remote: Remote) {
+    let caches: Vec<tempfile::TempDir> = (0..8).map(|_| tempfile::tempdir().unwrap()).collect();
+    let impatient = remote.clone().lease_wait(Duration::from_millis(300));
+    let opens = caches.iter().map(|cache| {
+        let config = hashed(cache.path(), &impatient);
+        async move { Engine::open(config).await }
+    });
+    let outcomes = futures::future::join_all(opens).await;
+    let mut winners = Vec::new();
+    for outcome in outcomes {
+        match outcome {
+            Ok(engine) => winners.push(engine),
+            Err(Error::Storage(IndexerError::LeaseHeld { .. })) => {}
+            Err(e) => panic!("a loser is refused with LeaseHeld, not {e:?}"),
+        }
+    }
+    assert_eq!(winners.len(), 1, "exactly one writer");
+    let id = winners[0]
+        .remember(NewMemory::new(
+            "acme",
+            "notes",
+            Kind::Note,
+            "the winner's write",
+        ))
+        .await
+        .unwrap()
+        .id();
+    winners[0].close().await.unwrap();
+    drop(winners);
+    let cache = tempfile::tempdir().unwrap();
+    let after = Engine::open(hashed(cache.path(), &remote)).await.unwrap();
+    let ids: Vec<Uuid> = after
+        .list("acme", Some("notes"))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.id)
+        .collect();
+    assert_eq!(ids, vec![id]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racing_writers_on_seaweedfs_leave_one_writer() {
+    let weed = Weed::start();
+    racing_writers(weed.store()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racing_writers_on_moto_leave_one_writer() {
+    let moto = Moto::start().unwrap();
+    racing_writers(moto.store("team").unwrap().lease_ttl(LEASE)).await;
 }
