@@ -31,7 +31,7 @@ use uuid::Uuid;
 use crate::open_probe::{ProbeQueries, run_open_probe};
 use crate::report::{Series, markdown_path, plot, write_json};
 use crate::speed::{
-    DIM, TENANT, banks, bench_config, corpus, percentile, time_recalls, to_new,
+    DIM, TENANT, banks, bench_config, corpus, percentile, queries_near, time_recalls, to_new,
     with_sentence_vectors,
 };
 
@@ -372,13 +372,7 @@ pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
         let map_ms = mapping.elapsed().as_secs_f64() * 1e3;
 
         let readable = banks(&data);
-        let queries: Vec<(String, Vec<f32>)> = (0..args.queries)
-            .map(|q| {
-                let target = &base[(q * 7919) % n];
-                let words: Vec<&str> = target.content.split_whitespace().take(4).collect();
-                (words.join(" "), query_near(q as u64, &target.vector))
-            })
-            .collect();
+        let queries = queries_near(base, n, args.queries);
         let recall_ms = time_recalls(&engine, &readable, &queries).await?;
 
         // End-to-end throughput, 1 then 2 concurrent callers.

@@ -78,6 +78,18 @@ pub fn banks(corpus: &[SyntheticMemory]) -> Vec<String> {
     banks
 }
 
+/// `count` recall queries over the first `n` corpus items: four words of
+/// a stored memory's text, and a vector near its own.
+pub fn queries_near(base: &[SyntheticMemory], n: usize, count: usize) -> Vec<(String, Vec<f32>)> {
+    (0..count)
+        .map(|q| {
+            let target = &base[(q * 7919) % n];
+            let words: Vec<&str> = target.content.split_whitespace().take(4).collect();
+            (words.join(" "), query_near(q as u64, &target.vector))
+        })
+        .collect()
+}
+
 /// Sorted latencies in ms of one recall per query (text and query vector
 /// given) over the banks `readable`.
 pub async fn time_recalls(

@@ -28,7 +28,9 @@ use serde_json::json;
 use uuid::Uuid;
 
 use crate::report::{markdown_path, write_json};
-use crate::speed::{TENANT, banks, bench_config, corpus, percentile, time_recalls, to_new};
+use crate::speed::{
+    TENANT, banks, bench_config, corpus, percentile, queries_near, time_recalls, to_new,
+};
 
 /// `recall-bench storage`.
 #[derive(Debug, clap::Args)]
@@ -163,13 +165,7 @@ async fn measure(
     }
     write_ms.sort_by(f64::total_cmp);
     let readable = banks(&data);
-    let queries: Vec<(String, Vec<f32>)> = (0..args.queries)
-        .map(|q| {
-            let target = &base[(q * 7919) % n];
-            let words: Vec<&str> = target.content.split_whitespace().take(4).collect();
-            (words.join(" "), query_near(q as u64, &target.vector))
-        })
-        .collect();
+    let queries = queries_near(base, n, args.queries);
     let recall_ms = time_recalls(&engine, &readable, &queries).await?;
     engine.close().await?;
     drop(engine);

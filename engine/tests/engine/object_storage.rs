@@ -39,6 +39,27 @@ impl Weed {
     fn endpoint(&self) -> &str {
         self.0.endpoint()
     }
+
+    /// A store reached directly, and through a [`FaultyProxy`] with
+    /// object_store's retries bounded for a test (Lance's keys, which the
+    /// log's client reads too).
+    fn behind_proxy(&self, retries: u32, timeout_s: u32) -> (FaultyProxy, Remote, Remote) {
+        let proxy = FaultyProxy::start(&self.0).unwrap();
+        let direct = self.store();
+        let routed = proxy
+            .route(direct.clone())
+            .option("client_max_retries", retries.to_string())
+            .option("client_retry_timeout", timeout_s.to_string());
+        (proxy, direct, routed)
+    }
+}
+
+/// Requests of `method` whose path holds `path`.
+fn matching(method: &str, path: &str) -> Matching {
+    Matching {
+        method: method.into(),
+        path: path.into(),
+    }
 }
 
 /// A client of the bucket `remote` names, for looking at what is there.
@@ -428,9 +449,11 @@ async fn a_writer_paused_past_its_lease_is_refused_and_loses_nothing() {
         "the new holder saw every acknowledged write; missing {missing:?}"
     );
     drop(engine);
-    let cache_1 = tempfile::tempdir().unwrap();
+    let last_cache = tempfile::tempdir().unwrap();
 
-    let last = Engine::open(hashed(cache_1.path(), &taker)).await.unwrap();
+    let last = Engine::open(hashed(last_cache.path(), &taker))
+        .await
+        .unwrap();
     let listed = last.list("acme", Some("load")).await.unwrap();
     let all: std::collections::HashSet<Uuid> = listed.iter().map(|m| m.id).collect();
     let unacked: Vec<&str> = listed
@@ -644,21 +667,12 @@ async fn the_cli_works_on_a_store_on_object_storage_and_hands_its_lease_back() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn object_store_faults_are_retried_and_surface_as_typed_errors_when_they_persist() {
     let weed = Weed::start();
-    let proxy = FaultyProxy::start(&weed.0).unwrap();
-    let direct = weed.store();
-    // Retries bounded for the test (Lance's keys, which the log's client reads too).
-    let remote = proxy
-        .route(direct.clone())
-        .option("client_max_retries", "2")
-        .option("client_retry_timeout", "3");
+    let (proxy, direct, remote) = weed.behind_proxy(2, 3);
     let note = |text: &str| NewMemory::new("acme", "notes", Kind::Note, text);
-    let cache_2 = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
 
-    let engine = Engine::open(hashed(cache_2.path(), &remote)).await.unwrap();
-    let log_puts = || Matching {
-        method: "PUT".into(),
-        path: "/wal/".into(),
-    };
+    let engine = Engine::open(hashed(cache.path(), &remote)).await.unwrap();
+    let log_puts = || matching("PUT", "/wal/");
 
     // Two 503s on the log's PUT: retried with backoff, the write lands.
     proxy.inject(log_puts(), Fault::Unavailable(2));
@@ -681,13 +695,7 @@ async fn object_store_faults_are_retried_and_surface_as_typed_errors_when_they_p
     // The store refuses the tables' commit (their manifest's PUT): the
     // flush fails with a typed error and the records stay in the log.
     proxy.heal();
-    proxy.inject(
-        Matching {
-            method: "PUT".into(),
-            path: "/_versions/".into(),
-        },
-        Fault::AlwaysUnavailable,
-    );
+    proxy.inject(matching("PUT", "/_versions/"), Fault::AlwaysUnavailable);
     let flushed = engine.flush().await;
     assert!(
         matches!(flushed, Err(Error::Storage(IndexerError::Lance { .. }))),
@@ -717,9 +725,11 @@ async fn object_store_faults_are_retried_and_surface_as_typed_errors_when_they_p
     drop(engine);
 
     // Nothing acknowledged is lost and the tables take commits again.
-    let cache_3 = tempfile::tempdir().unwrap();
+    let reopened_cache = tempfile::tempdir().unwrap();
 
-    let reopened = Engine::open(hashed(cache_3.path(), &direct)).await.unwrap();
+    let reopened = Engine::open(hashed(reopened_cache.path(), &direct))
+        .await
+        .unwrap();
     let texts: Vec<(Uuid, String)> = reopened
         .list("acme", Some("notes"))
         .await
@@ -741,17 +751,12 @@ async fn object_store_faults_are_retried_and_surface_as_typed_errors_when_they_p
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_erasure_a_node_left_unfinished_is_finished_by_the_next_node() {
     let weed = Weed::start();
-    let proxy = FaultyProxy::start(&weed.0).unwrap();
-    let direct = weed.store();
-    let remote = proxy
-        .route(direct.clone())
-        .option("client_max_retries", "1")
-        .option("client_retry_timeout", "2");
+    let (proxy, direct, remote) = weed.behind_proxy(1, 2);
     let secret = "Ann's door code is 4711 and the spare key is in the mailbox";
     let kept = "Bob prefers the standing desk by the window";
-    let cache_4 = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
 
-    let engine = Engine::open(hashed(cache_4.path(), &remote)).await.unwrap();
+    let engine = Engine::open(hashed(cache.path(), &remote)).await.unwrap();
     let ann = engine
         .remember(NewMemory::new("acme", "user:ann", Kind::Fact, secret))
         .await
@@ -764,13 +769,7 @@ async fn an_erasure_a_node_left_unfinished_is_finished_by_the_next_node() {
     engine.flush().await.unwrap();
     // The tables refuse every commit: the erasure records its intent in
     // the bucket, then stops part-way.
-    proxy.inject(
-        Matching {
-            method: "PUT".into(),
-            path: "/_versions/".into(),
-        },
-        Fault::AlwaysUnavailable,
-    );
+    proxy.inject(matching("PUT", "/_versions/"), Fault::AlwaysUnavailable);
     let stopped = engine
         .erase("acme", EraseScope::Memory(ann), "dpo@acme")
         .await;
@@ -796,9 +795,11 @@ async fn an_erasure_a_node_left_unfinished_is_finished_by_the_next_node() {
     drop(engine);
 
     // Another node, with an empty cache, finishes it before serving.
-    let cache_5 = tempfile::tempdir().unwrap();
+    let next_cache = tempfile::tempdir().unwrap();
 
-    let next = Engine::open(hashed(cache_5.path(), &direct)).await.unwrap();
+    let next = Engine::open(hashed(next_cache.path(), &direct))
+        .await
+        .unwrap();
     assert!(matches!(
         next.get("acme", ann).await,
         Err(Error::NotFound { .. })
