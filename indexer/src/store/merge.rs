@@ -51,6 +51,17 @@ impl Merge {
     }
 
     fn push(&mut self, out: &mut Vec<Record>, record: Record) {
+        // Sequence numbers are store-wide, so a second record with one
+        // already handed out is a copy: on object storage, a flush that a
+        // writer sent just before its lease lapsed can land after the new
+        // holder replayed the same log objects into the tables.
+        if self.last_seq > 0 && record.seq() == self.last_seq {
+            tracing::debug!(
+                seq = record.seq(),
+                "skipping a record the tables hold twice"
+            );
+            return;
+        }
         self.last_seq = self.last_seq.max(record.seq());
         if let Record::Memory(row) = &record
             && row.seq > self.indexed_upto
@@ -58,5 +69,61 @@ impl Merge {
             self.unindexed.push(row.clone());
         }
         out.push(record);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rows::{EventRow, MemoryRow};
+
+    fn memory(seq: u64) -> MemoryRow {
+        MemoryRow {
+            seq,
+            id: format!("m{seq}"),
+            tenant: "t".into(),
+            bank: "b".into(),
+            kind: "note".into(),
+            title: None,
+            content: format!("memory {seq}"),
+            elements: Vec::new(),
+            source: "explicit".into(),
+            trust: "user".into(),
+            agent: None,
+            session_id: None,
+            confidence: 1.0,
+            observed_at_ms: 0,
+            created_at_ms: 0,
+            expires_at_ms: None,
+            supersedes: None,
+            vector: None,
+            sentences: Vec::new(),
+        }
+    }
+
+    fn event(seq: u64) -> Record {
+        Record::Event(EventRow {
+            seq,
+            tenant: "t".into(),
+            memory_id: "m1".into(),
+            op: "confirm".into(),
+            at_ms: 0,
+            arg: None,
+        })
+    }
+
+    /// A table commit that landed twice (a lapsed writer's late flush of
+    /// records the next writer replayed) is read once.
+    #[test]
+    fn records_the_tables_hold_twice_are_handed_out_once() {
+        let side = vec![event(2), event(2), event(5), event(5)];
+        let mut merge = Merge::new(side, 0);
+        let mut seqs: Vec<u64> = Vec::new();
+        for batch in [vec![memory(1), memory(3), memory(3)], vec![memory(4)]] {
+            seqs.extend(merge.before_and(batch).iter().map(Record::seq));
+        }
+        seqs.extend(merge.rest().iter().map(Record::seq));
+        assert_eq!(seqs, vec![1, 2, 3, 4, 5]);
+        assert_eq!(merge.unindexed.len(), 3, "each memory row indexed once");
     }
 }
