@@ -121,3 +121,5 @@ pub use recall_indexer::{
     AuditEntry, AuditOp, Durability, Embedder, FastEmbedder, HashEmbedder, IndexerError, Remote,
     ScanConfig,
 };
+#[cfg(feature = "s3")]
+pub use recall_indexer::{Member, Members, validate_node_id};

@@ -24,6 +24,9 @@ mod injected;
 #[path = "engine/lifecycle.rs"]
 mod lifecycle;
 #[cfg(feature = "s3")]
+#[path = "engine/nodes.rs"]
+mod nodes;
+#[cfg(feature = "s3")]
 #[path = "engine/object_storage.rs"]
 mod object_storage;
 #[path = "engine/properties.rs"]

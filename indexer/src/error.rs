@@ -94,6 +94,13 @@ pub enum IndexerError {
         /// The lock file.
         path: PathBuf,
     },
+    /// A node id (`recall serve --node-id`) is not 1 to 64 characters of
+    /// `A-Z a-z 0-9 . _ -` (it names an object and a directory).
+    #[error("invalid node id {node:?}: use 1 to 64 characters of A-Z a-z 0-9 . _ -")]
+    InvalidNodeId {
+        /// The id as given.
+        node: String,
+    },
     /// A remote location ([`crate::Remote`]) is malformed or its options
     /// are not understood; nothing was opened.
     #[error("invalid storage location {uri}: {reason}")]
@@ -139,6 +146,9 @@ pub enum IndexerError {
     LeaseHeld {
         /// Who holds it.
         holder: String,
+        /// The recall node that holds it, when a node does
+        /// ([`crate::Remote::node`]).
+        node: Option<String>,
         /// How long until another process may take it over.
         expires_in_ms: u64,
     },

@@ -77,6 +77,8 @@ pub use error::{IndexerError, Result};
 pub use lexical::LexicalHit;
 pub use near::near_pairs;
 pub use remote::Remote;
+#[cfg(feature = "s3")]
+pub use remote::{Member, Members, validate_node_id};
 pub use rows::{EventRow, MemoryRow, Record, VectorRow};
 pub use store::{DEFAULT_FLUSH_EVERY, Durability, LexicalSearcher, Recovered, Store, StoreOptions};
 pub use vectors::{

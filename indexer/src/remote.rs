@@ -17,7 +17,12 @@ use crate::error::{IndexerError, Result};
 #[cfg(feature = "s3")]
 mod lease;
 #[cfg(feature = "s3")]
+mod members;
+#[cfg(feature = "s3")]
 pub(crate) mod object_log;
+
+#[cfg(feature = "s3")]
+pub use members::{Member, Members, validate_node_id};
 
 /// An object-store failure as the store reports it.
 #[cfg(feature = "s3")]
@@ -59,6 +64,7 @@ pub struct Remote {
     options: Vec<(String, String)>,
     lease_ttl: Duration,
     lease_wait: Option<Duration>,
+    node: Option<String>,
 }
 
 impl Remote {
@@ -89,7 +95,42 @@ impl Remote {
             options: Vec::new(),
             lease_ttl: DEFAULT_LEASE_TTL,
             lease_wait: None,
+            node: None,
         })
+    }
+
+    /// The location `segment` below this one, with the same options, lease
+    /// settings and node (a node's tenant stores sit below its root).
+    ///
+    /// ```
+    /// use recall_indexer::Remote;
+    /// let root = Remote::new("s3://memories/fleet")?.option("aws_region", "eu-west-1");
+    /// let tenant = root.join("tenants/acme")?;
+    /// assert_eq!(tenant.uri(), "s3://memories/fleet/tenants/acme");
+    /// assert_eq!(tenant.get("aws_region"), Some("eu-west-1"));
+    /// assert!(root.join("../other").is_err());
+    /// # Ok::<(), recall_indexer::IndexerError>(())
+    /// ```
+    pub fn join(&self, segment: &str) -> Result<Remote> {
+        let mut joined = Remote::new(&format!("{}/{segment}", self.uri))?;
+        joined.options = self.options.clone();
+        joined.lease_ttl = self.lease_ttl;
+        joined.lease_wait = self.lease_wait;
+        joined.node = self.node.clone();
+        Ok(joined)
+    }
+
+    /// Names the recall node (`recall serve --node-id`) this process is: the
+    /// writer's lease records it, so another node that finds the store held
+    /// knows where to forward ([`crate::IndexerError::LeaseHeld`]'s `node`).
+    pub fn node(mut self, node: impl Into<String>) -> Remote {
+        self.node = Some(node.into());
+        self
+    }
+
+    /// The node set by [`Remote::node`].
+    pub fn node_id(&self) -> Option<&str> {
+        self.node.as_deref()
     }
 
     /// The location with its options taken from the standard variables:
@@ -210,6 +251,7 @@ impl fmt::Debug for Remote {
             .field("uri", &self.uri)
             .field("options", &shown)
             .field("lease_ttl", &self.lease_ttl)
+            .field("node", &self.node)
             .finish()
     }
 }

@@ -29,6 +29,10 @@ use crate::error::{IndexerError, Result};
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 struct Record {
     holder: String,
+    /// The recall node (`recall serve --node-id`) that holds it, if any:
+    /// where a node that finds the lease held forwards its requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    node: Option<String>,
     generation: u64,
     /// Wall-clock milliseconds since the Unix epoch, by the holder's clock.
     expires_at_ms: u64,
@@ -39,6 +43,7 @@ pub(crate) struct Lease {
     store: Arc<dyn ObjectStore>,
     location: ObjectPath,
     holder: String,
+    node: Option<String>,
     generation: u64,
     ttl: Duration,
     state: Mutex<Held>,
@@ -71,6 +76,7 @@ impl Lease {
         store: Arc<dyn ObjectStore>,
         prefix: &ObjectPath,
         holder: String,
+        node: Option<String>,
         ttl: Duration,
         wait: Duration,
     ) -> Result<Lease> {
@@ -88,6 +94,7 @@ impl Lease {
                     if Instant::now() >= deadline {
                         return Err(IndexerError::LeaseHeld {
                             holder: record.holder.clone(),
+                            node: record.node.clone(),
                             expires_in_ms: (record.expires_at_ms + skew).saturating_sub(now_ms()),
                         });
                     }
@@ -100,6 +107,7 @@ impl Lease {
             let sent = Instant::now();
             let record = Record {
                 holder: holder.clone(),
+                node: node.clone(),
                 generation,
                 expires_at_ms: now_ms() + ttl.as_millis() as u64,
             };
@@ -110,6 +118,7 @@ impl Lease {
                         store,
                         location,
                         holder,
+                        node,
                         generation,
                         ttl,
                         state: Mutex::new(Held {
@@ -172,6 +181,7 @@ impl Lease {
         let sent = Instant::now();
         let record = Record {
             holder: self.holder.clone(),
+            node: self.node.clone(),
             generation: self.generation,
             expires_at_ms: now_ms() + self.ttl.as_millis() as u64,
         };
@@ -223,6 +233,7 @@ impl Lease {
         };
         let record = Record {
             holder: self.holder.clone(),
+            node: self.node.clone(),
             generation: self.generation,
             expires_at_ms: 0,
         };
@@ -309,6 +320,7 @@ impl Drop for Lease {
         );
         let record = Record {
             holder: self.holder.clone(),
+            node: self.node.clone(),
             generation: self.generation,
             expires_at_ms: 0,
         };

@@ -120,8 +120,15 @@ impl ObjectLog {
     pub(crate) async fn open(remote: &Remote) -> Result<(ObjectLog, Vec<Vec<Record>>)> {
         let (store, prefix) = connect(remote)?;
         let (ttl, wait) = remote.lease();
-        let holder = format!("pid {} ({})", std::process::id(), uuid::Uuid::now_v7());
-        let lease = Arc::new(Lease::acquire(store.clone(), &prefix, holder, ttl, wait).await?);
+        let pid = std::process::id();
+        let id = uuid::Uuid::now_v7();
+        let holder = match remote.node_id() {
+            Some(node) => format!("node {node}, pid {pid} ({id})"),
+            None => format!("pid {pid} ({id})"),
+        };
+        let node = remote.node_id().map(str::to_string);
+        let lease =
+            Arc::new(Lease::acquire(store.clone(), &prefix, holder, node, ttl, wait).await?);
         tokio::spawn(keep_renewed(Arc::downgrade(&lease)));
         let dir = prefix.clone().join("wal");
         let listed: Vec<object_store::ObjectMeta> = store

@@ -4,6 +4,8 @@
 mod demo;
 mod location;
 mod mcp;
+#[cfg(feature = "s3")]
+mod serve;
 
 use std::io::BufRead;
 use std::path::PathBuf;
@@ -35,6 +37,7 @@ struct Cli {
     /// AWS_ALLOW_HTTP=true for a plain-HTTP server).
     #[arg(
         long,
+        visible_alias = "storage",
         global = true,
         env = "RECALL_DATA",
         default_value = "./recall-data"
@@ -311,6 +314,10 @@ enum Command {
     Status,
     /// Serve the memory to an MCP client over stdio (Claude Code, Cursor, Codex, ...).
     Mcp(mcp::McpArgs),
+    /// Serve as one node of several sharing an s3:// store: tenants are
+    /// placed on the live nodes, calls are forwarded to a tenant's node.
+    #[cfg(feature = "s3")]
+    Serve(serve::ServeArgs),
     /// Run the demo on a fresh data directory.
     Demo {
         /// Keep the demo's data in this directory instead of a temporary one.
@@ -443,6 +450,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Mcp(args) => {
             let location = location::Location::resolve(&cli.data, cli.cache.as_deref())?;
             return mcp::run(location, args, &cli.bank_modes).await;
+        }
+        #[cfg(feature = "s3")]
+        Command::Serve(args) => {
+            let location = location::Location::resolve(&cli.data, cli.cache.as_deref())?;
+            return serve::run(location, args, &cli.bank_modes).await;
         }
         other => other,
     };
@@ -846,6 +858,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         // Served above, before a store is opened.
         Command::Demo { .. } | Command::Mcp(_) => {}
+        #[cfg(feature = "s3")]
+        Command::Serve(_) => {}
     }
     // Moving the log into the tables is housekeeping, not durability (every
     // acknowledged write is in the fsynced log, replayed at the next open):

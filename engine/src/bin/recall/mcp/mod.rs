@@ -9,7 +9,7 @@
 mod http;
 mod server;
 mod share;
-mod tools;
+pub(crate) mod tools;
 
 use std::path::PathBuf;
 
@@ -197,7 +197,7 @@ pub async fn run(
 
 /// Resolves on SIGTERM or SIGINT (how MCP clients stop a server that does
 /// not exit when its stdin closes).
-async fn terminated() -> &'static str {
+pub(crate) async fn terminated() -> &'static str {
     use tokio::signal::unix::{SignalKind, signal};
     let (Ok(mut term), Ok(mut int)) = (
         signal(SignalKind::terminate()),

@@ -10,7 +10,7 @@
 use std::collections::HashSet;
 use std::time::Instant;
 
-use recall::{BankMode, Engine, Error, Kind, Memory, NewMemory, ReadPolicy, Trust};
+use recall::{BankMode, Engine, Error, IndexerError, Kind, Memory, NewMemory, ReadPolicy, Trust};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
@@ -120,6 +120,11 @@ impl From<Error> for ToolError {
             | Error::ContentTooLong { .. }
             | Error::TitleTaken { .. }
             | Error::Conflict { .. } => ToolErrorKind::InvalidArguments,
+            // This process no longer writes the store (on object storage
+            // another took its lease over): the call can go to that one.
+            Error::Storage(IndexerError::LeaseLost { .. } | IndexerError::LeaseHeld { .. }) => {
+                ToolErrorKind::Unavailable
+            }
             _ => ToolErrorKind::Failed,
         };
         ToolError::new(kind, e.to_string())
