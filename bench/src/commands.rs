@@ -70,6 +70,10 @@ pub enum Command {
     /// A writer for `storage`'s failover rounds (run by it).
     #[command(hide = true)]
     StorageWriter(crate::storage::WriterArgs),
+    /// `recall serve` nodes on one S3 root: a new tenant's first call,
+    /// calls at a tenant's node and forwarded by another, and failover
+    /// after SIGKILL.
+    Nodes(crate::nodes::NodesArgs),
 }
 
 /// `recall-bench compare`.
@@ -337,6 +341,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<()> {
         Command::Consolidation(a) => crate::consolidation_eval::consolidation_command(&a).await,
         Command::Storage(a) => crate::storage::storage_command(&a).await,
         Command::StorageWriter(a) => crate::storage::writer_command(&a).await,
+        Command::Nodes(a) => crate::nodes::nodes_command(&a).await,
     }
 }
 

@@ -20,12 +20,15 @@
 //! - [`speed`]: synthetic corpora in engines, for `scale` and criterion.
 //! - [`storage`]: the engine on S3-compatible object storage beside a local
 //!   directory, and failover.
+//! - [`nodes`]: `recall serve` nodes sharing one S3 root: forwarding and
+//!   failover.
 
 pub mod commands;
 pub mod consolidation_eval;
 pub mod corpus_eval;
 pub mod eval;
 pub mod metrics;
+pub mod nodes;
 pub mod open_probe;
 pub mod peers;
 pub mod progress;
