@@ -366,3 +366,25 @@ async fn two_nodes_claiming_one_tenant_leave_one_writer_and_lose_no_update() {
     let ids: HashSet<&str> = acked.iter().map(|(id, _, _)| id.as_str()).collect();
     assert_eq!(ids.len(), 24, "24 distinct memories");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_tenant_is_closed_and_opened_again_by_its_next_call() {
+    let weed = SeaweedFs::start().unwrap();
+    let root = weed.store("fleet").unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let solo = node(&weed, &root, cache.path(), "solo", &["--idle-close", "1"]);
+    let text = fact(3, 0);
+    let (id, _) = remember(&solo.addr, "acme", &text).await;
+    let open = |status: &Value| status["open"].as_array().map(Vec::len).unwrap_or(0);
+    assert_eq!(open(&ask(&solo.addr, &json!({"op": "status"})).await), 1);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while open(&ask(&solo.addr, &json!({"op": "status"})).await) != 0 {
+        assert!(Instant::now() < deadline, "the idle tenant was not closed");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        content(&solo.addr, "acme", &id).await.as_deref(),
+        Some(text.as_str())
+    );
+    assert_eq!(open(&ask(&solo.addr, &json!({"op": "status"})).await), 1);
+}

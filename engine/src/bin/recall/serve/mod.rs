@@ -56,6 +56,10 @@ pub struct ServeArgs {
     /// move after 1.2 × this.
     #[arg(long, default_value_t = 10.0)]
     lease_ttl: f64,
+    /// Seconds after its last call that a tenant is closed (its lease
+    /// released, its memory freed); the next call opens it again.
+    #[arg(long, default_value_t = 600.0)]
+    idle_close: f64,
     /// Treat every tenant as placed on this node (a test's way to make two
     /// nodes disagree about placement).
     #[arg(long, hide = true)]
@@ -85,6 +89,10 @@ pub async fn run(
         bail!("--lease-ttl takes seconds, at least 0.5");
     }
     let ttl = Duration::from_secs_f64(args.lease_ttl);
+    if !(args.idle_close.is_finite() && args.idle_close > 0.0) {
+        bail!("--idle-close takes seconds, more than 0");
+    }
+    let idle_close = Duration::from_secs_f64(args.idle_close);
     let mut proposals = ProposalPolicy::default();
     for rule in bank_modes {
         proposals = proposals.parse_rule(rule)?;
@@ -102,6 +110,7 @@ pub async fn run(
         tenants: Tenants::new(root, cache, shared_model()?, proposals),
         members,
         claim_all: args.claim_all,
+        idle_close,
     });
     println!("recall serve: node {} listening on {addr}", args.node_id);
     use std::io::Write as _;
@@ -151,11 +160,28 @@ fn shared_model() -> anyhow::Result<ModelSource> {
     }
 }
 
-/// Closes the tenants placed elsewhere whenever the live nodes change.
+/// Closes the tenants placed elsewhere whenever the live nodes change,
+/// and the tenants idle for `--idle-close`.
 async fn move_tenants(node: Arc<Node>) {
     let mut changes = node.members.watch();
-    while changes.changed().await.is_ok() {
-        node.release_moved().await;
+    let mut ticks = tokio::time::interval(
+        (node.idle_close / 4).clamp(Duration::from_millis(100), Duration::from_secs(30)),
+    );
+    loop {
+        tokio::select! {
+            changed = changes.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+                node.release_moved().await;
+            }
+            _ = ticks.tick() => {
+                for tenant in node.tenants.idle(node.idle_close) {
+                    tracing::info!(tenant, "closing an idle tenant");
+                    node.tenants.close(&tenant).await;
+                }
+            }
+        }
     }
 }
 
@@ -163,6 +189,7 @@ struct Node {
     members: Members,
     tenants: Tenants,
     claim_all: bool,
+    idle_close: Duration,
 }
 
 impl Node {

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use recall::{Config, Engine, Error, IndexerError, ModelSource, ProposalPolicy, Remote};
 use tokio::sync::RwLock;
@@ -16,7 +16,26 @@ use super::placement::segment;
 use super::wire::Call;
 use crate::mcp::tools::{self, Output, Policy, ToolError, ToolErrorKind};
 
-type Slot = RwLock<Option<Engine>>;
+/// One tenant's engine (once opened) and when a call last used it. A
+/// slot stays in the map once made (a closed one is a few bytes), so a
+/// call and a close never hold two different slots for one tenant.
+struct Slot {
+    engine: RwLock<Option<Engine>>,
+    used: Mutex<Instant>,
+}
+
+impl Slot {
+    fn touch(&self) {
+        *self.used.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+    }
+
+    fn idle_for(&self) -> Duration {
+        self.used
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .elapsed()
+    }
+}
 
 /// What a call on this node came to.
 pub type Ran = Result<Output, ToolError>;
@@ -62,7 +81,10 @@ impl Tenants {
         match slots.get(tenant) {
             Some(slot) => Some(Arc::clone(slot)),
             None if create => {
-                let slot = Arc::new(RwLock::new(None));
+                let slot = Arc::new(Slot {
+                    engine: RwLock::new(None),
+                    used: Mutex::new(Instant::now()),
+                });
                 slots.insert(tenant.to_string(), Arc::clone(&slot));
                 Some(slot)
             }
@@ -76,7 +98,7 @@ impl Tenants {
         let mut open: Vec<String> = slots
             .iter()
             // A slot being opened or closed (write-locked) counts as open.
-            .filter(|(_, slot)| match slot.try_read() {
+            .filter(|(_, slot)| match slot.engine.try_read() {
                 Ok(engine) => engine.is_some(),
                 Err(_) => true,
             })
@@ -89,8 +111,9 @@ impl Tenants {
     /// Runs `call` if its tenant is open here.
     pub async fn run_if_open(&self, call: &Call) -> Option<Ran> {
         let slot = self.slot(&call.tenant, false)?;
+        slot.touch();
         let ran = {
-            let engine = slot.read().await;
+            let engine = slot.engine.read().await;
             run(engine.as_ref()?, call).await
         };
         Some(self.settle(&slot, call, ran).await)
@@ -106,7 +129,8 @@ impl Tenants {
         let Some(slot) = self.slot(&call.tenant, true) else {
             return Err(NotOpened::Failed("no slot".into()));
         };
-        let mut engine = slot.write().await;
+        slot.touch();
+        let mut engine = slot.engine.write().await;
         if engine.is_none() {
             *engine = Some(self.open_store(&call.tenant, wait).await?);
         }
@@ -158,7 +182,7 @@ impl Tenants {
             && e.kind == ToolErrorKind::Unavailable
         {
             tracing::warn!(tenant = call.tenant, error = %e, "closing a tenant whose lease is lost");
-            slot.write().await.take();
+            slot.engine.write().await.take();
         }
         ran
     }
@@ -169,13 +193,27 @@ impl Tenants {
         let Some(slot) = self.slot(tenant, false) else {
             return;
         };
-        let engine = slot.write().await.take();
+        let engine = slot.engine.write().await.take();
         if let Some(engine) = engine {
             match engine.close().await {
-                Ok(()) => tracing::info!(tenant, "closed the tenant's store (it moved)"),
+                Ok(()) => tracing::info!(tenant, "closed the tenant's store"),
                 Err(e) => tracing::warn!(tenant, error = %e, "closing a tenant's store"),
             }
         }
+    }
+
+    /// The open tenants no call has used for `longer` (an idle tenant
+    /// holds memory, a cache directory and a lease renewed four times a ttl).
+    pub fn idle(&self, longer: Duration) -> Vec<String> {
+        let open = self.open();
+        let slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        open.into_iter()
+            .filter(|tenant| {
+                slots
+                    .get(tenant)
+                    .is_some_and(|slot| slot.idle_for() > longer)
+            })
+            .collect()
     }
 
     /// Closes every tenant (the node is stopping).
