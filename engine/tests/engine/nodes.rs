@@ -388,3 +388,30 @@ async fn an_idle_tenant_is_closed_and_opened_again_by_its_next_call() {
     );
     assert_eq!(open(&ask(&solo.addr, &json!({"op": "status"})).await), 1);
 }
+
+/// Settings a node cannot run with are refused before it binds or joins.
+#[test]
+fn serve_refuses_what_it_cannot_run_with_before_it_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = |data: &str, extra: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_recall"))
+            .args(["--data", data, "--cache"])
+            .arg(dir.path())
+            .args(["serve", "--node-id"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{data} {extra:?} was accepted");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let local = dir.path().join("data");
+    let local = local.to_str().unwrap();
+    assert!(serve(local, &["n1"]).contains("needs a store on object storage"));
+    assert!(serve("s3://b/root", &["a b"]).contains("invalid node id"));
+    assert!(
+        serve("s3://b/root", &["n1", "--listen", "0.0.0.0:0"]).contains("not a loopback address")
+    );
+    assert!(serve("s3://b/root", &["n1", "--lease-ttl", "0"]).contains("--lease-ttl"));
+    assert!(serve("s3://b/root", &["n1", "--idle-close", "0"]).contains("--idle-close"));
+    assert!(!dir.path().join("nodes").exists(), "nothing was created");
+}
