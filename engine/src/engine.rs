@@ -335,7 +335,7 @@ impl Engine {
             )?
         };
         if decided.records.is_empty() {
-            store.audit(&decided.audit)?;
+            store.audit(&decided.audit).await?;
             return Ok((decided.outcomes, beside()));
         }
         let logging = Instant::now();
@@ -349,11 +349,14 @@ impl Engine {
             // run beside the apply too.
             let ((), done) = rayon::join(
                 || state.apply_placed(written, decided.placements),
-                || rayon::join(|| store.audit(&decided.audit), beside),
+                || rayon::join(|| store.audit_file(&decided.audit), beside),
             );
             done
         };
         audited?;
+        // On object storage the audit entries are an object of their own,
+        // in the bucket before the call returns.
+        store.audit_bucket(&decided.audit).await?;
         self.map_vector_blocks(&store);
         let ms = |from: Instant, to: Instant| (to - from).as_secs_f64() * 1e3;
         tracing::debug!(
@@ -465,7 +468,7 @@ impl Engine {
         let record = event.record(tenant, memory, at_ms);
         self.persist(&mut store, vec![record]).await?;
         if let Some(entry) = audit {
-            store.audit(&[entry])?;
+            store.audit(&[entry]).await?;
         }
         Ok(())
     }

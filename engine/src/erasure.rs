@@ -115,7 +115,7 @@ impl Engine {
 
         // The derived files hold the tenant's vectors (and averages of them).
         crate::derived::forget_tenant(&self.config().data_dir, tenant)?;
-        store.audit(&[entry])?;
+        store.audit(&[entry]).await?;
         let erased = match store.erase(&selector).await {
             Ok(erased) => erased,
             Err(e) => {

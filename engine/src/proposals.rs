@@ -238,7 +238,7 @@ impl Engine {
             )?
         };
         self.persist(&mut store, plan.records).await?;
-        store.audit(&plan.audit)?;
+        store.audit(&plan.audit).await?;
         drop(store);
         self.lookup(tenant, id)
     }
@@ -284,7 +284,7 @@ impl Engine {
             .audit_entry(tenant, AuditOp::Reject, &[id])
             .actor(Some(actor.to_string()))
             .detail(reason.map(str::to_string));
-        store.audit(&[entry])?;
+        store.audit(&[entry]).await?;
         drop(store);
         self.lookup(tenant, id)
     }

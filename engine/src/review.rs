@@ -300,6 +300,6 @@ impl Engine {
     /// erase and release, with ids and content hashes, never content.
     pub async fn audit(&self, tenant: &str) -> Result<Vec<AuditEntry>> {
         validate::scope_name("tenant", tenant)?;
-        Ok(self.lock_store().await.audit_entries(tenant)?)
+        Ok(self.lock_store().await.audit_entries(tenant).await?)
     }
 }

@@ -15,6 +15,8 @@ use std::time::Duration;
 use crate::error::{IndexerError, Result};
 
 #[cfg(feature = "s3")]
+mod audit_objects;
+#[cfg(feature = "s3")]
 mod lease;
 #[cfg(feature = "s3")]
 mod members;

@@ -744,15 +744,40 @@ impl Store {
         Ok(merged(memories, events, vectors))
     }
 
-    /// Appends entries to the audit log, fsynced.
-    pub fn audit(&mut self, entries: &[AuditEntry]) -> Result<()> {
+    /// Appends entries to the audit log: fsynced to the directory's
+    /// `audit.jsonl`, or, on object storage, one object in the bucket
+    /// (`remote/audit_objects.rs`) written before this returns.
+    pub async fn audit(&mut self, entries: &[AuditEntry]) -> Result<()> {
+        self.audit_file(entries)?;
+        self.audit_bucket(entries).await
+    }
+
+    /// The directory's part of [`Store::audit`], which does not wait: the
+    /// engine runs it beside its own work after a write. Nothing on object
+    /// storage.
+    pub fn audit_file(&mut self, entries: &[AuditEntry]) -> Result<()> {
         self.writable()?;
+        if self.log.audits_in_bucket() {
+            return Ok(());
+        }
         self.audit.append(entries)
     }
 
+    /// The object storage part of [`Store::audit`]; nothing for a directory.
+    pub async fn audit_bucket(&mut self, entries: &[AuditEntry]) -> Result<()> {
+        if entries.is_empty() || !self.log.audits_in_bucket() {
+            return Ok(());
+        }
+        self.writable()?;
+        self.log.append_audit(entries, self.next_seq).await
+    }
+
     /// The audit log's entries about `tenant`, oldest first.
-    pub fn audit_entries(&self, tenant: &str) -> Result<Vec<AuditEntry>> {
-        self.audit.read(tenant)
+    pub async fn audit_entries(&self, tenant: &str) -> Result<Vec<AuditEntry>> {
+        match self.log.read_audit(tenant).await? {
+            Some(entries) => Ok(entries),
+            None => self.audit.read(tenant),
+        }
     }
 
     /// Records acknowledged but not yet in the tables (a background flush

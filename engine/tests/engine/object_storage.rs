@@ -14,8 +14,8 @@ use futures::TryStreamExt;
 use object_store::aws::AmazonS3Builder;
 use object_store::{ObjectStore, ObjectStoreExt};
 use recall::{
-    Config, Engine, EraseScope, Error, HashEmbedder, IndexerError, Kind, ModelSource, NewMemory,
-    Remembered, Remote, WriteConfig,
+    AuditOp, Config, Engine, EraseScope, Error, HashEmbedder, IndexerError, Kind, ModelSource,
+    NewMemory, Remembered, Remote, WriteConfig,
 };
 use recall_indexer::s3_server::{Fault, FaultyProxy, Matching, Moto, SeaweedFs};
 use uuid::Uuid;
@@ -588,6 +588,91 @@ async fn acknowledged_writes_on_object_storage_survive_sigkill() {
         "{} of {} acknowledged writes lost: {lost:?}",
         lost.len(),
         acked.len()
+    );
+    // Each acknowledged write's audit entry was in the bucket before the
+    // write returned: none went with a killed writer or a lost cache.
+    let audited = remembered_in_audit(&engine).await;
+    let unaudited: Vec<&Uuid> = acked
+        .iter()
+        .filter(|id| !audited.contains(&id.to_string()))
+        .collect();
+    assert!(
+        unaudited.is_empty(),
+        "{} of {} acknowledged writes have no audit entry",
+        unaudited.len(),
+        acked.len()
+    );
+}
+
+/// The ids the audit log records as remembered for `acme`.
+async fn remembered_in_audit(engine: &Engine) -> std::collections::HashSet<String> {
+    engine
+        .audit("acme")
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.op == AuditOp::Remember)
+        .flat_map(|e| e.ids)
+        .collect()
+}
+
+/// The audit log lives in the bucket: a node with an empty cache reads
+/// every entry another node wrote; the single objects are merged as they
+/// grow (and at the next open, what a node left), so a read costs a
+/// listing and a few GETs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_audit_log_is_in_the_bucket_merged_as_it_grows_and_read_by_the_next_node() {
+    let weed = Weed::start();
+    let remote = weed.store();
+    let mut ids = Vec::new();
+    {
+        let cache = tempfile::tempdir().unwrap();
+        let engine = Engine::open(hashed(cache.path(), &remote)).await.unwrap();
+        // More than one merge's worth (256 single objects).
+        for i in 0..300 {
+            let text = format!("audited write {i} {}", Uuid::now_v7().simple());
+            let id = engine
+                .remember(NewMemory::new("acme", "load", Kind::Note, text))
+                .await
+                .unwrap()
+                .id();
+            ids.push(id);
+        }
+        engine.forget("acme", ids[0]).await.unwrap();
+        engine.close().await.unwrap();
+        // The cache keeps no audit entry: the bucket is where they are.
+        let file = std::fs::metadata(cache.path().join("audit.jsonl")).map_or(0, |m| m.len());
+        assert_eq!(file, 0);
+    }
+    let audit_objects = |all: &[(String, Vec<u8>)], prefix: &str| {
+        all.iter()
+            .filter(|(name, _)| name.starts_with(prefix))
+            .count()
+    };
+    let after_first = objects(&remote).await;
+    assert_eq!(audit_objects(&after_first, "team/audit/m-"), 1, "one merge");
+    assert_eq!(
+        audit_objects(&after_first, "team/audit/e-"),
+        300 + 1 - 256,
+        "the calls since the merge, one object each"
+    );
+    let cache = tempfile::tempdir().unwrap();
+    let engine = Engine::open(hashed(cache.path(), &remote)).await.unwrap();
+    let audited = remembered_in_audit(&engine).await;
+    assert!(ids.iter().all(|id| audited.contains(&id.to_string())));
+    let entries = engine.audit("acme").await.unwrap();
+    assert_eq!(entries.len(), 301, "each entry once");
+    assert_eq!(entries.last().map(|e| e.op), Some(AuditOp::Forget));
+    let after_open = objects(&remote).await;
+    assert_eq!(
+        audit_objects(&after_open, "team/audit/e-"),
+        0,
+        "merged at open"
+    );
+    assert_eq!(audit_objects(&after_open, "team/audit/m-"), 2);
+    assert!(
+        engine.audit("other").await.unwrap().is_empty(),
+        "another tenant's audit holds none of these"
     );
 }
 

@@ -23,8 +23,10 @@ use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, RetryConfig};
 
+use super::audit_objects::AuditObjects;
 use super::lease::Lease;
 use super::{Remote, failed};
+use crate::audit::AuditEntry;
 use crate::erasure::EraseSelector;
 use crate::error::{IndexerError, Result};
 use crate::rows::Record;
@@ -38,6 +40,8 @@ pub(crate) struct ObjectLog {
     dir: ObjectPath,
     /// `URI/ERASING`: an erasure in progress (`crate::erasure`).
     intent: ObjectPath,
+    /// `URI/audit/`: the audit log.
+    audit: AuditObjects,
     /// Objects written (or found at open) and not yet flushed to the tables.
     live: Vec<ObjectPath>,
     bytes: u64,
@@ -163,6 +167,7 @@ impl ObjectLog {
             batches.append(&mut frames);
             bytes += raw.len() as u64;
         }
+        let audit = AuditObjects::open(store.clone(), &prefix, lease.clone()).await?;
         // The stale objects go with the next reset, after the replay.
         let live = kept
             .into_iter()
@@ -174,6 +179,7 @@ impl ObjectLog {
                 store,
                 lease,
                 intent: prefix.clone().join(crate::erasure::INTENT_FILE),
+                audit,
                 dir,
                 live,
                 bytes,
@@ -247,6 +253,17 @@ impl ObjectLog {
                 Err(failed("put", &location, &e))
             }
         }
+    }
+
+    /// Writes audit entries as one object in the bucket (`seq`: the
+    /// store's next sequence number, which orders the objects' names).
+    pub(crate) async fn append_audit(&mut self, entries: &[AuditEntry], seq: u64) -> Result<()> {
+        self.audit.append(entries, seq).await
+    }
+
+    /// The audit log's entries about `tenant`, oldest first.
+    pub(crate) async fn read_audit(&self, tenant: &str) -> Result<Vec<AuditEntry>> {
+        self.audit.read(tenant).await
     }
 
     /// Records the erasure about to run in the bucket (any node's next

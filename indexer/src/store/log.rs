@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::audit::AuditEntry;
 use crate::erasure::{self, EraseSelector};
 use crate::error::Result;
 use crate::remote::Remote;
@@ -183,6 +184,41 @@ impl Log {
             Log::File { .. } => Ok(()),
             #[cfg(feature = "s3")]
             Log::Objects(log) => log.release().await,
+        }
+    }
+
+    /// Whether the audit log lives beside the log in the bucket (on object
+    /// storage) rather than in the directory's file.
+    pub(super) fn audits_in_bucket(&self) -> bool {
+        match self {
+            Log::File { .. } => false,
+            #[cfg(feature = "s3")]
+            Log::Objects(_) => true,
+        }
+    }
+
+    /// Writes audit entries to the bucket (on object storage; nothing for
+    /// a directory, whose audit log is a file of the store's).
+    pub(super) async fn append_audit(&mut self, entries: &[AuditEntry], seq: u64) -> Result<()> {
+        match self {
+            Log::File { .. } => {
+                let _ = (entries, seq);
+                Ok(())
+            }
+            #[cfg(feature = "s3")]
+            Log::Objects(log) => log.append_audit(entries, seq).await,
+        }
+    }
+
+    /// The bucket's audit entries about `tenant` (on object storage).
+    pub(super) async fn read_audit(&self, tenant: &str) -> Result<Option<Vec<AuditEntry>>> {
+        match self {
+            Log::File { .. } => {
+                let _ = tenant;
+                Ok(None)
+            }
+            #[cfg(feature = "s3")]
+            Log::Objects(log) => log.read_audit(tenant).await.map(Some),
         }
     }
 
