@@ -339,24 +339,23 @@ impl Engine {
             return Ok((decided.outcomes, beside()));
         }
         let logging = Instant::now();
-        let written = store.append(decided.records).await?;
+        // The audit entries are written beside the records (the audit
+        // file's fsync beside the log's; on object storage, their object
+        // beside the log's).
+        let (written, audited) = store
+            .append_audited(decided.records, &decided.audit, Durability::Immediate)
+            .await?;
         let applying = Instant::now();
-        let (audited, beside) = {
+        let beside = {
             let mut state = self.write_state()?;
             let state: &mut State = &mut state;
-            let store: &mut Store = &mut store;
-            // The audit log's write and fsync need none of the state: they
-            // run beside the apply too.
-            let ((), done) = rayon::join(
-                || state.apply_placed(written, decided.placements),
-                || rayon::join(|| store.audit_file(&decided.audit), beside),
-            );
+            let ((), done) =
+                rayon::join(|| state.apply_placed(written, decided.placements), beside);
             done
         };
+        // Logged and applied either way (a reopen shows the records); not
+        // acknowledged if the audit entries did not make it.
         audited?;
-        // On object storage the audit entries are an object of their own,
-        // in the bucket before the call returns.
-        store.audit_bucket(&decided.audit).await?;
         self.map_vector_blocks(&store);
         let ms = |from: Instant, to: Instant| (to - from).as_secs_f64() * 1e3;
         tracing::debug!(

@@ -453,9 +453,29 @@ impl Store {
     /// skips the fsync.
     pub async fn append_with(
         &mut self,
-        mut records: Vec<Record>,
+        records: Vec<Record>,
         durability: Durability,
     ) -> Result<Vec<Record>> {
+        let (records, audited) = self.append_audited(records, &[], durability).await?;
+        audited?;
+        Ok(records)
+    }
+
+    /// [`Store::append_with`] and [`Store::audit`] in one: the audit
+    /// entries are written beside the records (the audit file's fsync
+    /// beside the log's; on object storage the two PUTs at once). `Err`:
+    /// the records were not logged (on object storage: or whether they
+    /// landed is unknown, the reopen decides). `Ok((records, audited))`:
+    /// the records are logged; `audited` is the audit file's outcome, and
+    /// if it failed the call is not to be acknowledged (the caller still
+    /// applies the records, which a reopen will show) and the store
+    /// refuses writes until it is reopened.
+    pub async fn append_audited(
+        &mut self,
+        mut records: Vec<Record>,
+        audit: &[AuditEntry],
+        durability: Durability,
+    ) -> Result<(Vec<Record>, Result<()>)> {
         self.writable()?;
         let sync = durability == Durability::Immediate;
         for record in &mut records {
@@ -478,14 +498,29 @@ impl Store {
             // once the log holds their records.
             let lexical = &self.lexical;
             let first_seq = records.first().map_or(self.next_seq, Record::seq);
+            // A directory's audit file is fsynced beside the log; on object
+            // storage the log writes the entries' object with its own.
+            let in_bucket = self.log.audits_in_bucket();
+            let file = &mut self.audit;
+            let (bucket, beside_file): (&[AuditEntry], &[AuditEntry]) = if in_bucket {
+                (audit, &[])
+            } else {
+                (&[], audit)
+            };
             self.log
-                .append((&records, &vectors), first_seq, sync, || {
-                    lexical.documents(&memories)
+                .append((&records, &vectors), first_seq, sync, bucket, || {
+                    let filed = if beside_file.is_empty() {
+                        Ok(())
+                    } else {
+                        file.append(beside_file)
+                    };
+                    (lexical.documents(&memories), filed)
                 })
                 .await
         };
         log_payload::restore_vectors(&mut records, vectors);
         logged?;
+        let (analyzed, filed) = analyzed;
         if let Err(e) = analyzed.and_then(|documents| self.lexical.add_documents(documents)) {
             // The write is durable; the index is caught up from the tables at the next open.
             tracing::error!(error = %e, "lexical index rejected a document");
@@ -496,7 +531,7 @@ impl Store {
         {
             tracing::warn!(error = %e, "flushing the log to the tables failed; will retry");
         }
-        Ok(records)
+        Ok((records, filed))
     }
 
     /// Seals the log and starts writing its records to the tables in a
@@ -746,29 +781,16 @@ impl Store {
 
     /// Appends entries to the audit log: fsynced to the directory's
     /// `audit.jsonl`, or, on object storage, one object in the bucket
-    /// (`remote/audit_objects.rs`) written before this returns.
+    /// (`remote/audit_objects.rs`) written before this returns. (A write's
+    /// entries go with its records: [`Store::append_audited`].)
     pub async fn audit(&mut self, entries: &[AuditEntry]) -> Result<()> {
-        self.audit_file(entries)?;
-        self.audit_bucket(entries).await
-    }
-
-    /// The directory's part of [`Store::audit`], which does not wait: the
-    /// engine runs it beside its own work after a write. Nothing on object
-    /// storage.
-    pub fn audit_file(&mut self, entries: &[AuditEntry]) -> Result<()> {
         self.writable()?;
-        if self.log.audits_in_bucket() {
+        if !self.log.audits_in_bucket() {
+            return self.audit.append(entries);
+        }
+        if entries.is_empty() {
             return Ok(());
         }
-        self.audit.append(entries)
-    }
-
-    /// The object storage part of [`Store::audit`]; nothing for a directory.
-    pub async fn audit_bucket(&mut self, entries: &[AuditEntry]) -> Result<()> {
-        if entries.is_empty() || !self.log.audits_in_bucket() {
-            return Ok(());
-        }
-        self.writable()?;
         self.log.append_audit(entries, self.next_seq).await
     }
 

@@ -189,14 +189,16 @@ impl ObjectLog {
         ))
     }
 
-    /// Writes one batch as one object, named by `first_seq`; returns once
-    /// the object store has it. `bare` is the batch with its vectors moved
-    /// out into `vectors` (as for the file log).
+    /// Writes one batch as one object, named by `first_seq`, and `audit`
+    /// (if any) as an object of the audit log, both PUT at once; returns
+    /// once the object store has both. `bare` is the batch with its vectors
+    /// moved out into `vectors` (as for the file log).
     pub(crate) async fn append(
         &mut self,
         bare: &[Record],
         vectors: &[Option<Vec<f32>>],
         first_seq: u64,
+        audit: &[AuditEntry],
     ) -> Result<()> {
         let (header, payload) = wal::frame(bare, vectors)?;
         if let Some(reason) = &self.broken {
@@ -220,11 +222,22 @@ impl ObjectLog {
             mode: PutMode::Create,
             ..PutOptions::default()
         };
-        match self
-            .store
-            .put_opts(&location, PutPayload::from(object), create)
-            .await
-        {
+        let (put, audited) = tokio::join!(
+            self.store
+                .put_opts(&location, PutPayload::from(object), create),
+            self.audit.append(audit, first_seq)
+        );
+        if let Err(e) = audited {
+            // The batch's object may have landed without its audit entries:
+            // what the log holds is known again at the reopen, as below.
+            // Not acknowledged; the batch's object, if it landed, is left
+            // out of `live` so no flush deletes it before the reopen.
+            self.broken = Some(format!(
+                "writing the audit object beside {location} failed ({e}); whether the batch landed is unknown"
+            ));
+            return Err(e);
+        }
+        match put {
             Ok(_) => {
                 self.live.push(location);
                 self.bytes += len;

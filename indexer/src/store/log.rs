@@ -87,22 +87,33 @@ impl Log {
     /// starting at sequence number `first_seq`) while `beside` runs: on
     /// another thread for the file log (its fsync and the caller's work do
     /// not depend on each other), before the PUT for the object log.
+    ///
+    /// `audit`: entries to write beside the batch on object storage (one
+    /// more object, PUT at the same time); a directory's audit file is the
+    /// store's, so there it must be empty.
     pub(super) async fn append<T: Send>(
         &mut self,
         batch: (&[Record], &[Option<Vec<f32>>]),
         first_seq: u64,
         sync: bool,
+        audit: &[AuditEntry],
         beside: impl FnOnce() -> T + Send,
     ) -> (Result<()>, T) {
         let (bare, vectors) = batch;
         match self {
-            Log::File { wal, .. } => rayon::join(|| wal.append(bare, vectors, sync), beside),
+            Log::File { wal, .. } => {
+                debug_assert!(
+                    audit.is_empty(),
+                    "a directory's audit is a file of the store's"
+                );
+                rayon::join(|| wal.append(bare, vectors, sync), beside)
+            }
             #[cfg(feature = "s3")]
             Log::Objects(log) => {
                 // Every object is durable once the PUT returns: `sync` has
                 // nothing to skip.
                 let done = beside();
-                (log.append(bare, vectors, first_seq).await, done)
+                (log.append(bare, vectors, first_seq, audit).await, done)
             }
         }
     }
