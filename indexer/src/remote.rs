@@ -40,6 +40,20 @@ fn failed(
     }
 }
 
+/// Every object under `dir` (the log, the audit log, the nodes).
+#[cfg(feature = "s3")]
+async fn list_all(
+    store: &dyn object_store::ObjectStore,
+    dir: &object_store::path::Path,
+) -> Result<Vec<object_store::ObjectMeta>> {
+    use futures::TryStreamExt;
+    store
+        .list(Some(dir))
+        .try_collect()
+        .await
+        .map_err(|e| failed("list", dir, &e))
+}
+
 /// The URI scheme this build stores on besides a local directory.
 const SCHEME: &str = "s3://";
 

@@ -13,12 +13,11 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use futures::TryStreamExt;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 
-use super::failed;
 use super::lease::Lease;
+use super::{failed, list_all};
 use crate::audit::AuditEntry;
 use crate::error::{IndexerError, Result};
 
@@ -84,12 +83,7 @@ impl AuditObjects {
     }
 
     async fn list(&self) -> Result<Vec<ObjectPath>> {
-        let listed: Vec<object_store::ObjectMeta> = self
-            .store
-            .list(Some(&self.dir))
-            .try_collect()
-            .await
-            .map_err(|e| failed("list", &self.dir, &e))?;
+        let listed = list_all(self.store.as_ref(), &self.dir).await?;
         Ok(listed.into_iter().map(|meta| meta.location).collect())
     }
 

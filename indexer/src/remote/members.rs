@@ -14,7 +14,6 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use futures::TryStreamExt;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use serde::{Deserialize, Serialize};
@@ -22,7 +21,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::object_log::connect;
-use super::{Remote, failed};
+use super::{Remote, failed, list_all};
 use crate::error::{IndexerError, Result};
 
 /// How long past its expiry a node still counts as alive (clock skew).
@@ -190,12 +189,7 @@ impl Shared {
 
     /// Lists `nodes/` and publishes the live ones (this node always among them).
     async fn refresh(&self) -> Result<()> {
-        let listed: Vec<object_store::ObjectMeta> = self
-            .store
-            .list(Some(&self.dir))
-            .try_collect()
-            .await
-            .map_err(|e| failed("list", &self.dir, &e))?;
+        let listed = list_all(self.store.as_ref(), &self.dir).await?;
         let skew = self.ttl.mul_f64(SKEW_SHARE).as_millis() as u64;
         let now = now_ms();
         let mut live = vec![self.me.clone()];

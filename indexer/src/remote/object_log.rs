@@ -18,14 +18,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::TryStreamExt;
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, RetryConfig};
 
 use super::audit_objects::AuditObjects;
 use super::lease::Lease;
-use super::{Remote, failed};
+use super::{Remote, failed, list_all};
 use crate::audit::AuditEntry;
 use crate::erasure::EraseSelector;
 use crate::error::{IndexerError, Result};
@@ -135,11 +134,7 @@ impl ObjectLog {
             Arc::new(Lease::acquire(store.clone(), &prefix, holder, node, ttl, wait).await?);
         tokio::spawn(keep_renewed(Arc::downgrade(&lease)));
         let dir = prefix.clone().join("wal");
-        let listed: Vec<object_store::ObjectMeta> = store
-            .list(Some(&dir))
-            .try_collect()
-            .await
-            .map_err(|e| failed("list", &dir, &e))?;
+        let listed = list_all(store.as_ref(), &dir).await?;
         let mut named = Vec::with_capacity(listed.len());
         for meta in listed {
             let (seq, generation) = parse_name(&meta.location)?;
