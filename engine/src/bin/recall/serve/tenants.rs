@@ -76,20 +76,20 @@ impl Tenants {
         }
     }
 
-    fn slot(&self, tenant: &str, create: bool) -> Option<Arc<Slot>> {
+    fn slot(&self, tenant: &str) -> Option<Arc<Slot>> {
+        let slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        slots.get(tenant).cloned()
+    }
+
+    fn slot_or_new(&self, tenant: &str) -> Arc<Slot> {
         let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
-        match slots.get(tenant) {
-            Some(slot) => Some(Arc::clone(slot)),
-            None if create => {
-                let slot = Arc::new(Slot {
-                    engine: RwLock::new(None),
-                    used: Mutex::new(Instant::now()),
-                });
-                slots.insert(tenant.to_string(), Arc::clone(&slot));
-                Some(slot)
-            }
-            None => None,
-        }
+        let slot = slots.entry(tenant.to_string()).or_insert_with(|| {
+            Arc::new(Slot {
+                engine: RwLock::new(None),
+                used: Mutex::new(Instant::now()),
+            })
+        });
+        Arc::clone(slot)
     }
 
     /// The tenants open here, sorted.
@@ -110,7 +110,7 @@ impl Tenants {
 
     /// Runs `call` if its tenant is open here.
     pub async fn run_if_open(&self, call: &Call) -> Option<Ran> {
-        let slot = self.slot(&call.tenant, false)?;
+        let slot = self.slot(&call.tenant)?;
         slot.touch();
         let ran = {
             let engine = slot.engine.read().await;
@@ -126,9 +126,7 @@ impl Tenants {
         call: &Call,
         wait: Option<Duration>,
     ) -> Result<Ran, NotOpened> {
-        let Some(slot) = self.slot(&call.tenant, true) else {
-            return Err(NotOpened::Failed("no slot".into()));
-        };
+        let slot = self.slot_or_new(&call.tenant);
         slot.touch();
         let mut engine = slot.engine.write().await;
         if engine.is_none() {
@@ -190,7 +188,7 @@ impl Tenants {
     /// Closes the tenant's store (calls in flight finish first) and gives
     /// its lease up, so the node it moved to takes it at once.
     pub async fn close(&self, tenant: &str) {
-        let Some(slot) = self.slot(tenant, false) else {
+        let Some(slot) = self.slot(tenant) else {
             return;
         };
         let engine = slot.engine.write().await.take();
