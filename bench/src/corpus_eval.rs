@@ -485,7 +485,7 @@ fn texts(corpus: &Corpus) -> Vec<String> {
 /// The rankers: the engine's defaults, dense and BM25; with `ablations`,
 /// also the engine without one factor at a time (kind weights all 1, the
 /// same without drift demotion either, no decay, no drift demotion, no
-/// newer-version lift, the lift of facts by
+/// newer-version lift, no unknown-name rule, the lift of facts by
 /// similarity alone without `update_relevance_share`) and the fusion alone
 /// (no gate, floors, decay or lift), to see what each factor does to the
 /// order.
@@ -531,6 +531,13 @@ fn rankers(ablations: bool) -> Vec<Ranker> {
                 "engine, no lift",
                 ScoringConfig {
                     update_similarity: None,
+                    ..defaults()
+                },
+            ),
+            Ranker::engine(
+                "engine, no unknown-name rule",
+                ScoringConfig {
+                    unknown_names: false,
                     ..defaults()
                 },
             ),

@@ -271,6 +271,7 @@ pub fn ungated() -> ScoringConfig {
         min_hit_share: 0.0,
         decay_floor: 1.0,
         update_similarity: None,
+        unknown_names: false,
         ..ScoringConfig::default()
     }
 }

@@ -223,6 +223,21 @@ pub fn tunables() -> Vec<Tunable> {
             axis: |_| None,
             log_axis: false,
         },
+        Tunable {
+            name: "unknown_names",
+            values: "`on` or `off`",
+            set: |c, v| {
+                c.unknown_names = match v.trim() {
+                    "on" => true,
+                    "off" => false,
+                    other => anyhow::bail!("unknown_names {other:?}: `on` or `off`"),
+                };
+                Ok(())
+            },
+            get: |c| if c.unknown_names { "on" } else { "off" }.into(),
+            axis: |_| None,
+            log_axis: false,
+        },
         real!("usage_slope", usage_slope),
         real!("usage_cap", usage_cap),
         real!("drift_factor", drift_factor),

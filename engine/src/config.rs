@@ -503,6 +503,19 @@ pub struct ScoringConfig {
     /// Default 0.9. Measured: `docs/MEASUREMENTS.md`, section
     /// `ScoringConfig::update_relevance_share`.
     pub update_relevance_share: Option<f32>,
+    /// The unknown-name rule of abstention: a query that names someone or
+    /// something ([`crate::named_words`]: "Caroline", "Stripe", "JWT") when
+    /// no memory the caller may read mentions any of those names abstains,
+    /// whatever the cosines, unless it asks for advice
+    /// ([`crate::asks_for_advice`], [`crate::names_unknown`]). A question about
+    /// what this memory never heard of has no answer in it, and no cosine
+    /// scale tells so: where every memory names its speaker, a question
+    /// about someone else's life sits as close to the memories as the
+    /// owner's own questions do. The names that were not found are in
+    /// [`crate::RecallResult::unknown_names`]. Default true; not in the spec.
+    ///
+    /// Measured: `docs/MEASUREMENTS.md`, section `ScoringConfig::unknown_names`.
+    pub unknown_names: bool,
     /// Nearest-neighbour scan settings.
     #[serde(skip)]
     pub scan: ScanConfig,
@@ -542,6 +555,7 @@ impl Default for ScoringConfig {
             update_kinds: vec![Kind::Fact, Kind::Preference, Kind::Convention],
             update_isolation: Some(0.5),
             update_relevance_share: Some(0.9),
+            unknown_names: true,
             scan: ScanConfig::default(),
         }
     }

@@ -66,6 +66,7 @@ mod lifecycle;
 mod links;
 mod memory;
 mod model;
+mod names;
 mod policy;
 mod proposals;
 mod rank;
@@ -103,6 +104,7 @@ pub use memory::{
     Kind, Link, Memory, NewMemory, ProposalStatus, Proposed, Remembered, Similar, Source, Trust,
 };
 pub use model::{MODEL_DIR_VAR, default_model_dirs, find_model_dir};
+pub use names::{asks_for_advice, named_words};
 pub use policy::{BankMode, ProposalPolicy, ReadPolicy};
 pub use proposals::PendingProposal;
 pub use rank::{Hit, RecallResult};
@@ -111,7 +113,8 @@ pub use redact::{DefaultRedactor, Redaction, Redactor};
 pub use review::{ElementSummary, Ignored, KnowledgeMap, ReviewQueue, SimilarPair};
 pub use score::{
     Breakdown, Explanation, PartCosines, decay_multiplier, drift_multiplier, effective_confidence,
-    evidence_raise, is_evidence, lexical_share, normalize_bm25, relevance, usage_multiplier,
+    evidence_raise, is_evidence, lexical_share, names_unknown, normalize_bm25, relevance,
+    usage_multiplier,
 };
 pub use screen::{DefaultScreen, Screen, ScreenMatch};
 pub use sentences::{MAX_SENTENCES, is_question, sentences};

@@ -24,7 +24,7 @@ use crate::config::{LiftBand, ScoringConfig};
 use crate::memory::{Memory, Source};
 use crate::score::{
     Breakdown, decay_multiplier, drift_multiplier, effective_confidence, evidence_raise,
-    is_evidence, lexical_share, normalize_bm25, relevance, usage_multiplier,
+    is_evidence, lexical_share, names_unknown, normalize_bm25, relevance, usage_multiplier,
 };
 use crate::sentences::is_question;
 use crate::state::TenantState;
@@ -59,6 +59,10 @@ pub struct RecallResult {
     pub abstained: bool,
     /// Candidates considered (union of the vector and BM25 stages, in scope).
     pub candidates: usize,
+    /// The query's names ([`crate::named_words`]) that no memory the caller
+    /// may read mentions. When it holds all of them, the recall abstained
+    /// for that reason ([`ScoringConfig::unknown_names`]).
+    pub unknown_names: Vec<String>,
     /// The query's cosines to a sample of the memories in scope, which the
     /// abstention gate measures the best candidate against (None without
     /// an embedder or with fewer than two memories in scope).
@@ -98,6 +102,12 @@ pub(crate) struct Found {
     pub(crate) nearest_sentences: Vec<(usize, f32)>,
     /// The query's cosines to a sample of the eligible rows.
     pub(crate) background: Option<Background>,
+    /// How many names the query uses ([`crate::named_words`]).
+    pub(crate) named: usize,
+    /// Those of them no readable memory mentions.
+    pub(crate) unknown_names: Vec<String>,
+    /// Whether the query asks for advice ([`crate::asks_for_advice`]).
+    pub(crate) asks_for_advice: bool,
 }
 
 /// A candidate before scoring: the cosine of its closest part (if any)
@@ -110,13 +120,29 @@ pub(crate) fn rank(
     tenant: &TenantState,
     query: &Query<'_>,
     config: &ScoringConfig,
-    found: Found,
+    mut found: Found,
     eligible: impl Fn(usize) -> bool,
 ) -> RecallResult {
     let attainable = found.attainable;
     let background = found.background;
+    let unheard_of = names_unknown(
+        config,
+        found.named,
+        found.unknown_names.len(),
+        found.asks_for_advice,
+    );
+    let unknown_names = std::mem::take(&mut found.unknown_names);
     let (candidates, sentence_cosines) = merge(tenant, query, config, found, &eligible);
     let total = candidates.len();
+    if unheard_of {
+        return RecallResult {
+            hits: Vec::new(),
+            abstained: true,
+            candidates: total,
+            background,
+            unknown_names,
+        };
+    }
     let raise = evidence_raise(config, background.as_ref());
     let (mut scored, evidence) = score(
         tenant,
@@ -139,6 +165,7 @@ pub(crate) fn rank(
         hits,
         candidates: total,
         background,
+        unknown_names,
     }
 }
 
@@ -638,6 +665,60 @@ mod tests {
             ..ScoringConfig::default()
         };
         assert_eq!(run(tenant, &product).hits[0].memory.id, id(2));
+    }
+
+    #[test]
+    fn a_query_whose_every_name_is_unknown_abstains_however_close() {
+        // Every memory names its speaker, so a question about someone this
+        // store never heard of sits as close as its own questions do.
+        let s = state(vec![memory(
+            1,
+            "episode",
+            None,
+            "Ana: we went hiking",
+            at(0.7, 1),
+        )]);
+        let tenant = s.tenant("t").unwrap();
+        let q = at(1.0, 1);
+        let query = Query {
+            vector: Some(&q),
+            k: 10,
+            now_ms: NOW,
+            has_embedder: true,
+        };
+        let asked = |named, unknown: &[&str]| Found {
+            named,
+            unknown_names: unknown.iter().map(|w| w.to_string()).collect(),
+            ..found(tenant)
+        };
+        let config = ScoringConfig::default();
+        let unheard = rank(tenant, &query, &config, asked(1, &["Gina"]), |_| true);
+        assert!(unheard.abstained && unheard.hits.is_empty());
+        assert_eq!(
+            (unheard.unknown_names, unheard.candidates),
+            (vec!["Gina".to_string()], 1)
+        );
+        // One known name keeps it answering, and so does the rule off.
+        let known = rank(tenant, &query, &config, asked(2, &["Gina"]), |_| true);
+        assert_eq!(known.hits.len(), 1);
+        let advice = Found {
+            asks_for_advice: true,
+            ..asked(1, &["Gina"])
+        };
+        assert_eq!(
+            rank(tenant, &query, &config, advice, |_| true).hits.len(),
+            1
+        );
+        let off = ScoringConfig {
+            unknown_names: false,
+            ..ScoringConfig::default()
+        };
+        assert_eq!(
+            rank(tenant, &query, &off, asked(1, &["Gina"]), |_| true)
+                .hits
+                .len(),
+            1
+        );
     }
 
     #[test]

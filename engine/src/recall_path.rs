@@ -11,6 +11,7 @@ use crate::config::{Bm25Normalization, ScoringConfig};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::memory::Kind;
+use crate::names::{asks_for_advice, named_words};
 use crate::policy::ReadPolicy;
 use crate::rank::{Found, Query, RecallResult, rank};
 use crate::score::faded;
@@ -310,6 +311,7 @@ impl RecallBuilder {
                 abstained: true,
                 candidates: 0,
                 background: None,
+                unknown_names: Vec::new(),
             });
         };
         let readable = self.readable_banks(tenant);
@@ -326,7 +328,15 @@ impl RecallBuilder {
                 } else {
                     0.0
                 };
-                Ok((hits, attainable))
+                // After the search, which committed what was pending.
+                let named = named_words(&self.query);
+                let mut unknown = Vec::new();
+                for word in &named {
+                    if !lexical.mentions(&self.tenant, &banks, word)? {
+                        unknown.push((*word).to_string());
+                    }
+                }
+                Ok((hits, attainable, named.len(), unknown))
             },
             || {
                 // The memories nearest by their whole vector, and those with
@@ -345,7 +355,7 @@ impl RecallBuilder {
                     .unwrap_or_default()
             },
         );
-        let (lexical, attainable) = lexical?;
+        let (lexical, attainable, named, unknown_names) = lexical?;
         let (nearest, nearest_sentences, background) = nearest;
         let found = Found {
             lexical,
@@ -353,6 +363,9 @@ impl RecallBuilder {
             nearest,
             nearest_sentences,
             background,
+            named,
+            unknown_names,
+            asks_for_advice: asks_for_advice(&self.query),
         };
         if matches!(config.bm25, Bm25Normalization::MaxOfQuery) {
             tracing::debug!("max-of-query BM25 normalization: abstention is unreliable");

@@ -494,6 +494,27 @@ pub fn is_evidence(
     }
 }
 
+/// The unknown-name rule ([`ScoringConfig::unknown_names`]): the query
+/// names `named` words ([`crate::named_words`]) and `unknown` of them are
+/// mentioned by no memory the caller may read. It abstains when the query
+/// names something and none of its names is known, unless it asks for
+/// advice (`advice`, [`crate::asks_for_advice`]); one known name (the
+/// user's own, a product the store talks about) keeps it answering.
+///
+/// ```
+/// use recall::{ScoringConfig, names_unknown};
+/// let config = ScoringConfig::default();
+/// assert!(names_unknown(&config, 2, 2, false)); // "What did Melanie tell Caroline?", neither ever mentioned
+/// assert!(!names_unknown(&config, 2, 1, false)); // one of them is known
+/// assert!(!names_unknown(&config, 0, 0, false)); // the query names nothing
+/// assert!(!names_unknown(&config, 1, 1, true)); // "Any tips for my flight to Reykjavik?"
+/// let off = ScoringConfig { unknown_names: false, ..ScoringConfig::default() };
+/// assert!(!names_unknown(&off, 2, 2, false));
+/// ```
+pub fn names_unknown(config: &ScoringConfig, named: usize, unknown: usize, advice: bool) -> bool {
+    config.unknown_names && !advice && named > 0 && unknown >= named
+}
+
 /// How far a query's background ([`Background`]) raises the gate's cosine
 /// cut-offs: to [`ScoringConfig::min_evidence_margin`] above the mean
 /// cosine of the memories in scope, when that is above

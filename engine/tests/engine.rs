@@ -579,6 +579,71 @@ async fn abstention_is_decided_per_query_and_weak_hits_fill_an_answer() {
 }
 
 #[tokio::test]
+async fn a_question_about_someone_the_memory_never_heard_of_abstains() {
+    // Every turn names its speaker, as in LoCoMo: a question about another
+    // person's weekend sits close to these turns in meaning.
+    let (_dir, engine) = with_episodes(&[
+        "Ana: we went hiking in the mountains last weekend and camped by a lake.",
+        "Ana: my sister just adopted a puppy from the shelter.",
+        "Ana: work has been busy, we ship the new release on Thursday.",
+    ])
+    .await;
+    engine
+        .remember(NewMemory::new(
+            TENANT,
+            "user:bob",
+            Kind::Note,
+            "Carlos runs the Tuesday climbing group.",
+        ))
+        .await
+        .unwrap();
+    let ask = |query: &'static str, banks: &'static [&'static str], scoring: ScoringConfig| {
+        engine
+            .recall(TENANT, query)
+            .read(banks.iter().copied())
+            .scoring(scoring)
+            .execute()
+    };
+    let other = "What did Carlos do last weekend?";
+    let unheard = ask(other, &[BANK], ScoringConfig::default()).await.unwrap();
+    assert!(unheard.abstained && unheard.hits.is_empty(), "{unheard:#?}");
+    assert_eq!(unheard.unknown_names, ["Carlos"]);
+    // Without the rule the same question is answered: it is close enough.
+    let off = ScoringConfig {
+        unknown_names: false,
+        ..ScoringConfig::default()
+    };
+    let answered = ask(other, &[BANK], off.clone()).await.unwrap();
+    assert!(!answered.abstained, "{answered:#?}");
+    // The memory's own person, and a name in a bank the caller may read.
+    let own = ask(
+        "What did Ana do last weekend?",
+        &[BANK],
+        ScoringConfig::default(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(rank_of(&own, "hiking"), Some(0), "{own:#?}");
+    assert!(own.unknown_names.is_empty());
+    let readable = ask(other, &[BANK, "user:bob"], ScoringConfig::default())
+        .await
+        .unwrap();
+    assert!(
+        !readable.abstained && readable.unknown_names.is_empty(),
+        "{readable:#?}"
+    );
+    // A request for advice draws on what the store holds whatever it names.
+    let advice = "Any tips for a weekend hike with Carlos?";
+    let with_rule = ask(advice, &[BANK], ScoringConfig::default())
+        .await
+        .unwrap();
+    assert_eq!(with_rule.unknown_names, ["Carlos"]);
+    let without = ask(advice, &[BANK], off).await.unwrap();
+    assert_eq!(with_rule.hits.len(), without.hits.len());
+    assert!(!with_rule.abstained, "{with_rule:#?}");
+}
+
+#[tokio::test]
 async fn a_memory_that_only_asks_needs_more_to_open_the_gate() {
     let dir = tempfile::tempdir().unwrap();
     let engine = open(dir.path()).await;
@@ -775,8 +840,10 @@ async fn decay_kind_weight_and_abstention_under_an_injected_clock() {
     assert_eq!(ids, vec![as_pitfall, as_note]);
     assert_eq!(result.hits[0].breakdown.kind_weight(), 3.0);
 
+    // Lowercase, so that it names nothing: the cosine gate decides, not the
+    // unknown-name rule (`a_question_about_someone_the_memory_never_heard_of_abstains`).
     let result = engine
-        .recall(TENANT, "What is the capital of Mongolia?")
+        .recall(TENANT, "what is the capital of mongolia?")
         .read(["bank:old", "bank:new", "bank:a", "bank:b"])
         .execute()
         .await

@@ -33,7 +33,7 @@ use std::sync::Mutex;
 use tantivy::collector::TopDocs;
 use tantivy::directory::MmapDirectory;
 use tantivy::query::{
-    Bm25StatisticsProvider, BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery,
+    Bm25StatisticsProvider, BooleanQuery, ConstScoreQuery, EnableScoring, Occur, Query, TermQuery,
 };
 use tantivy::schema::{
     FAST, Field, IndexRecordOption, STRING, Schema, TextFieldIndexing, TextOptions,
@@ -43,7 +43,8 @@ use tantivy::tokenizer::{
     StopWordFilter, TextAnalyzer, Token,
 };
 use tantivy::{
-    Index, IndexReader, IndexSettings, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term,
+    DocSet, Index, IndexReader, IndexSettings, IndexWriter, ReloadPolicy, Searcher, TERMINATED,
+    TantivyDocument, Term,
 };
 
 use rayon::prelude::*;
@@ -697,6 +698,59 @@ impl LexicalIndex {
         Ok(sum)
     }
 
+    /// Whether a live document of `tenant` in one of `banks` holds every
+    /// term of `word` (analyzed as the index is: lowercased, stemmed). A
+    /// word that analyzes to nothing (a stop word) counts as mentioned.
+    /// Reads the last commit (a recall's BM25 search, which runs first,
+    /// commits what is pending); stops at the first live document, so a
+    /// common word costs no more than a rare one.
+    pub(crate) fn mentions(&self, tenant: &str, banks: &[&str], word: &str) -> Result<bool> {
+        let terms = self.terms(word);
+        if terms.is_empty() {
+            return Ok(true);
+        }
+        if banks.is_empty() {
+            return Ok(false);
+        }
+        let term_query = |field, text: &str| -> Box<dyn Query> {
+            let term = Term::from_field_text(field, text);
+            Box::new(TermQuery::new(term, IndexRecordOption::Basic))
+        };
+        let scopes = banks
+            .iter()
+            .map(|b| {
+                (
+                    Occur::Should,
+                    term_query(self.fields.scope, &scope_term(tenant, b)),
+                )
+            })
+            .collect();
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = terms
+            .iter()
+            .map(|t| {
+                (
+                    Occur::Must,
+                    term_query(self.fields.text, &tenant_word(tenant, t)),
+                )
+            })
+            .collect();
+        clauses.push((Occur::Must, Box::new(BooleanQuery::new(scopes))));
+        let searcher = self.reader.searcher();
+        let weight =
+            BooleanQuery::new(clauses).weight(EnableScoring::disabled_from_searcher(&searcher))?;
+        for segment in searcher.segment_readers() {
+            let mut docs = weight.scorer(segment, 1.0)?;
+            let mut doc = docs.doc();
+            while doc != TERMINATED {
+                if !segment.is_deleted(doc) {
+                    return Ok(true);
+                }
+                doc = docs.advance();
+            }
+        }
+        Ok(false)
+    }
+
     /// Documents of `tenant` holding each of `text`'s terms, summed over
     /// its distinct terms, counted as tantivy's statistics count them:
     /// deleted documents too, until their segment is merged (which is why
@@ -908,6 +962,36 @@ mod tests {
                 .unwrap()
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn a_word_is_mentioned_only_in_the_tenant_and_banks_that_hold_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = LexicalIndex::open(dir.path()).unwrap();
+        let a = row(1, "acme", "org", "Caroline moved the billing jobs");
+        let b = row(2, "other", "org", "Melanie paints");
+        let c = row(3, "acme", "user:bob", "Gina opened a store");
+        index.add(&[&a, &b, &c]).unwrap();
+        index.commit().unwrap();
+        let mentions = |banks: &[&str], word| index.mentions("acme", banks, word).unwrap();
+        assert!(mentions(&["org"], "Caroline"));
+        assert!(mentions(&["org"], "CAROLINE"), "case does not matter");
+        assert!(mentions(&["org"], "Billings"), "stemmed as BM25 reads it");
+        assert!(!mentions(&["org"], "Melanie"), "another tenant's word");
+        assert!(
+            !mentions(&["org"], "Gina"),
+            "a bank this caller may not read"
+        );
+        assert!(mentions(&["org", "user:bob"], "Gina"));
+        assert!(mentions(&["org"], "The"), "a stop word is no name");
+        assert!(!mentions(&[], "Caroline"));
+        index
+            .erase(&EraseSelector::Memories {
+                tenant: "acme".into(),
+                ids: vec!["id1".into()],
+            })
+            .unwrap();
+        assert!(!mentions(&["org"], "Caroline"), "an erased memory's word");
     }
 
     #[test]

@@ -133,6 +133,15 @@ impl LexicalSearcher {
         self.index.attainable(tenant, text)
     }
 
+    /// Whether a memory of `tenant` in one of `banks` that the index holds
+    /// mentions `word` (lowercased and stemmed as BM25 reads it; a stop
+    /// word counts as mentioned). The index holds forgotten and superseded
+    /// memories too, until they are erased: they count, so the answer errs
+    /// towards "mentioned".
+    pub fn mentions(&self, tenant: &str, banks: &[&str], word: &str) -> Result<bool> {
+        self.index.mentions(tenant, banks, word)
+    }
+
     /// How many of `tenant`'s indexed documents hold each of `text`'s terms
     /// (after analysis: lowercased, stemmed), summed over its distinct
     /// terms. Deleted documents count until their segment is merged, so

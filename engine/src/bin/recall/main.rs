@@ -426,10 +426,17 @@ fn print_proposal(p: &recall::PendingProposal) {
 
 pub(crate) fn print_recall(result: &RecallResult) {
     if result.abstained {
-        println!(
-            "(abstained: nothing relevant enough among {} candidates)",
-            result.candidates
-        );
+        if result.unknown_names.is_empty() {
+            println!(
+                "(abstained: nothing relevant enough among {} candidates)",
+                result.candidates
+            );
+        } else {
+            println!(
+                "(abstained: no memory mentions {})",
+                result.unknown_names.join(" or ")
+            );
+        }
         return;
     }
     for (rank, hit) in result.hits.iter().enumerate() {

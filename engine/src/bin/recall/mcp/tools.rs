@@ -587,9 +587,17 @@ async fn recall(cx: &Call<'_>, args: &mut Args) -> Result<Output, ToolError> {
         })
     };
     if result.abstained || result.hits.is_empty() {
+        let text = if result.unknown_names.is_empty() {
+            "Nothing relevant is known.".to_string()
+        } else {
+            format!(
+                "Nothing relevant is known: no memory mentions {}.",
+                result.unknown_names.join(" or ")
+            )
+        };
         return Ok(Output {
-            text: "Nothing relevant is known.".to_string(),
-            structured: json!({"abstained": true, "hits": [], "candidates": result.candidates, "took_ms": took(started)}),
+            text,
+            structured: json!({"abstained": true, "hits": [], "unknown_names": result.unknown_names, "candidates": result.candidates, "took_ms": took(started)}),
         });
     }
     let briefing = cx.engine.briefing(&result.hits, budget);
