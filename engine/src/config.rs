@@ -22,7 +22,12 @@ pub enum ModelSource {
     /// none does, the engine runs lexical-only and logs where it looked.
     #[default]
     Default,
-    /// all-MiniLM-L6-v2 from this directory; missing files are an error.
+    /// The model in this directory; missing files are an error. The default
+    /// model's directory is `models/`; `scripts/setup.sh --mpnet` puts the
+    /// stronger, slower all-mpnet-base-v2 (768-d) in
+    /// `models/all-mpnet-base-v2/` ([`FastEmbedder::from_dir`](crate::FastEmbedder::from_dir)
+    /// reads any such directory). A store keeps the width of the model it
+    /// was written with: opening it with another width is an error.
     Dir(PathBuf),
     /// No embedder: lexical-only recall, text-equality dedup.
     None,

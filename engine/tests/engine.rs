@@ -1194,6 +1194,41 @@ async fn a_later_neighbouring_fact_is_not_taken_for_an_update() {
 }
 
 #[tokio::test]
+async fn a_store_opened_with_a_model_of_another_width_is_refused_and_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let with = |dim: usize| {
+        config(dir.path()).model(ModelSource::Custom(Arc::new(recall::HashEmbedder::new(
+            dim,
+        ))))
+    };
+    {
+        let engine = Engine::open(with(8)).await.unwrap();
+        engine
+            .remember(note(Kind::Fact, "The gateway retries twice."))
+            .await
+            .unwrap();
+        engine.close().await.unwrap();
+    }
+    let refused = Engine::open(with(16))
+        .await
+        .err()
+        .expect("another width is refused");
+    assert!(
+        matches!(
+            &refused,
+            Error::Storage(recall_indexer::IndexerError::ModelMismatch {
+                store: 8,
+                model: 16
+            })
+        ),
+        "{refused}"
+    );
+    assert!(refused.to_string().contains("another model"), "{refused}");
+    let engine = Engine::open(with(8)).await.unwrap();
+    assert_eq!(engine.list(TENANT, None).await.unwrap().len(), 1);
+}
+
+#[tokio::test]
 async fn everything_survives_close_and_reopen() {
     let dir = tempfile::tempdir().unwrap();
     let (kept, forgotten, confirmed);

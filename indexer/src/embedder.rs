@@ -87,6 +87,8 @@ pub fn normalized(mut v: Vec<f32>, dim: usize) -> Result<Vec<f32>> {
 /// The default embedder: fastembed over a local ONNX model.
 pub struct FastEmbedder {
     model: Mutex<TextEmbedding>,
+    /// The width of its vectors: `hidden_size` in its `config.json`.
+    dim: usize,
     /// The model's tokenizer without truncation or padding, made once: a
     /// token budget needs full counts, and cloning the tokenizer (its 30k-word
     /// vocabulary) per call cost more than the recall it rendered.
@@ -121,9 +123,14 @@ fn load_runtime(model_dir: &Path) -> Result<()> {
 }
 
 impl FastEmbedder {
-    /// Loads all-MiniLM-L6-v2 from `dir` (`model.onnx`, `tokenizer.json`,
-    /// `config.json`, `special_tokens_map.json`, `tokenizer_config.json`, and
-    /// the ONNX Runtime library unless `ORT_DYLIB_PATH` names one).
+    /// Loads a sentence-embedding model from `dir` (`model.onnx`,
+    /// `tokenizer.json`, `config.json`, `special_tokens_map.json`,
+    /// `tokenizer_config.json`, and the ONNX Runtime library unless
+    /// `ORT_DYLIB_PATH` names one): all-MiniLM-L6-v2 as `scripts/setup.sh`
+    /// installs it, or another mean-pooled encoder such as
+    /// all-mpnet-base-v2 (`scripts/setup.sh --mpnet`). Its width is
+    /// `hidden_size` in `config.json`, its name `recall_name` there
+    /// (all-MiniLM-L6-v2's when absent).
     ///
     /// A missing file is [`IndexerError::ModelMissing`], never a silent fallback.
     pub fn from_dir(dir: &Path) -> Result<FastEmbedder> {
@@ -135,9 +142,11 @@ impl FastEmbedder {
             std::fs::read(&path).map_err(IndexerError::io(path))
         };
         let onnx = read("model.onnx")?;
+        let config = read("config.json")?;
+        let (dim, name) = describe(&config)?;
         let tokenizer_files = TokenizerFiles {
             tokenizer_file: read("tokenizer.json")?,
-            config_file: read("config.json")?,
+            config_file: config,
             special_tokens_map_file: read("special_tokens_map.json")?,
             tokenizer_config_file: read("tokenizer_config.json")?,
         };
@@ -160,15 +169,33 @@ impl FastEmbedder {
         counter.with_padding(None);
         Ok(FastEmbedder {
             model: Mutex::new(embedding),
+            dim,
             counter,
-            name: "all-MiniLM-L6-v2 (int8, fastembed)".to_string(),
+            name,
         })
     }
 }
 
+/// A model directory's width and name, from its `config.json`.
+fn describe(config: &[u8]) -> Result<(usize, String)> {
+    let bad = |why: String| IndexerError::Embedding(format!("the model's config.json {why}"));
+    let config: serde_json::Value =
+        serde_json::from_slice(config).map_err(|e| bad(format!("is not JSON: {e}")))?;
+    let dim = config
+        .get("hidden_size")
+        .and_then(serde_json::Value::as_u64)
+        .filter(|&d| d > 0)
+        .ok_or_else(|| bad("has no positive hidden_size".into()))?;
+    let name = config
+        .get("recall_name")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("all-MiniLM-L6-v2 (int8, fastembed)");
+    Ok((dim as usize, name.to_string()))
+}
+
 impl Embedder for FastEmbedder {
     fn dim(&self) -> usize {
-        DEFAULT_DIM
+        self.dim
     }
 
     fn name(&self) -> &str {
@@ -250,5 +277,27 @@ impl Embedder for HashEmbedder {
                 v
             })
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_model_directory_says_its_width_and_name_in_its_config() {
+        let minilm = br#"{"hidden_size": 384, "model_type": "bert"}"#;
+        assert_eq!(
+            describe(minilm).unwrap(),
+            (384, "all-MiniLM-L6-v2 (int8, fastembed)".to_string())
+        );
+        let mpnet = br#"{"hidden_size": 768, "recall_name": "all-mpnet-base-v2 (int8)"}"#;
+        assert_eq!(
+            describe(mpnet).unwrap(),
+            (768, "all-mpnet-base-v2 (int8)".to_string())
+        );
+        assert!(describe(b"{}").is_err());
+        assert!(describe(br#"{"hidden_size": 0}"#).is_err());
+        assert!(describe(b"not json").is_err());
     }
 }

@@ -169,6 +169,18 @@ pub enum IndexerError {
     /// The embedder failed or returned an unusable vector.
     #[error("embedding failed: {0}")]
     Embedding(String),
+    /// The store was written with a model of another width than the one
+    /// it is opened with: its vectors and the new ones cannot be compared.
+    #[error(
+        "this store's vectors are {store} wide and the model's {model}: it was written with \
+         another model; open it with that one (RECALL_MODEL_DIR, or Config::model)"
+    )]
+    ModelMismatch {
+        /// The width of the store's vectors.
+        store: usize,
+        /// The width of the model's.
+        model: usize,
+    },
 }
 
 impl IndexerError {

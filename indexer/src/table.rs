@@ -87,6 +87,12 @@ impl Tables {
             .map(|f| f.data_type().clone())
         {
             Ok(DataType::FixedSizeList(_, width)) if width as usize == dim => {}
+            Ok(DataType::FixedSizeList(_, width)) => {
+                return Err(IndexerError::ModelMismatch {
+                    store: width as usize,
+                    model: dim,
+                });
+            }
             other => {
                 return Err(IndexerError::corrupt(
                     "memories table",
