@@ -599,14 +599,19 @@ mod tests {
         }
     }
 
-    fn run(tenant: &TenantState, config: &ScoringConfig) -> RecallResult {
-        let q = at(1.0, 1);
-        let query = Query {
-            vector: Some(&q),
+    /// A query for the top 10 along `q`, now, with an embedder.
+    fn asking(q: &[f32]) -> Query<'_> {
+        Query {
+            vector: Some(q),
             k: 10,
             now_ms: NOW,
             has_embedder: true,
-        };
+        }
+    }
+
+    fn run(tenant: &TenantState, config: &ScoringConfig) -> RecallResult {
+        let q = at(1.0, 1);
+        let query = asking(&q);
         rank(tenant, &query, config, found(tenant), |_| true)
     }
 
@@ -680,12 +685,7 @@ mod tests {
         )]);
         let tenant = s.tenant("t").unwrap();
         let q = at(1.0, 1);
-        let query = Query {
-            vector: Some(&q),
-            k: 10,
-            now_ms: NOW,
-            has_embedder: true,
-        };
+        let query = asking(&q);
         let asked = |named, unknown: &[&str]| Found {
             named,
             unknown_names: unknown.iter().map(|w| w.to_string()).collect(),
@@ -731,12 +731,7 @@ mod tests {
         ]);
         let tenant = s.tenant("t").unwrap();
         let q = at(1.0, 1);
-        let query = Query {
-            vector: Some(&q),
-            k: 10,
-            now_ms: NOW,
-            has_embedder: true,
-        };
+        let query = asking(&q);
         let crowded = || Found {
             background: Some(Background {
                 mean: 0.5,
