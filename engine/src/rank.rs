@@ -61,7 +61,8 @@ pub struct RecallResult {
     pub candidates: usize,
     /// The query's names ([`crate::named_words`]) that no memory the caller
     /// may read mentions. When it holds all of them, the recall abstained
-    /// for that reason ([`ScoringConfig::unknown_names`]).
+    /// for that reason ([`ScoringConfig::unknown_names`]; empty when that
+    /// rule is off, which looks no name up).
     pub unknown_names: Vec<String>,
     /// The query's cosines to a sample of the memories in scope, which the
     /// abstention gate measures the best candidate against (None without

@@ -328,8 +328,13 @@ impl RecallBuilder {
                 } else {
                     0.0
                 };
-                // After the search, which committed what was pending.
-                let named = named_words(&self.query);
+                // After the search, which committed what was pending; no
+                // lookups when the rule that reads them is off.
+                let named = if config.unknown_names {
+                    named_words(&self.query)
+                } else {
+                    Vec::new()
+                };
                 let mut unknown = Vec::new();
                 for word in &named {
                     if !lexical.mentions(&self.tenant, &banks, word)? {
