@@ -289,7 +289,7 @@ pub(crate) async fn run(keep: Option<PathBuf>, json: bool) -> anyhow::Result<()>
             answers.push(serde_json::json!({"question": question, "result": result}));
         } else {
             println!("\nQ: {question}");
-            crate::print_recall(&result);
+            crate::print::print_recall(&result);
         }
     }
     if json {
