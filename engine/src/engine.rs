@@ -128,13 +128,10 @@ impl Engine {
         // a time: the rows (with their vectors) are never all held at once
         // besides the state they fold into, and each block of vector rows
         // goes to its file as soon as it is full.
-        let mut state = State::opening(dim);
-        let (data, from) = (config.data_dir.clone(), config.write.vector_files_from);
-        let (store, replayed) = Store::open_with(options, |records| {
-            state.apply_all(records);
-            crate::derived::map_vector_blocks(&data, &mut state, from);
-        })
-        .await?;
+        let fold = Fold::start(dim, config.data_dir.clone(), config.write.vector_files_from)?;
+        let opened = Store::open_with(options, |records| fold.take(records)).await;
+        let mut state = fold.finish()?;
+        let (store, replayed) = opened?;
         crate::derived::resume_partitions(&config.data_dir, &mut state);
         let lexical = store.lexical();
         tracing::info!(
@@ -732,5 +729,56 @@ impl Engine {
     pub async fn wait_for_maintenance(&self) -> Result<()> {
         self.lock_store().await.wait_for_maintenance().await?;
         Ok(())
+    }
+}
+
+/// The state being built by an open, on a thread of its own: the store
+/// decodes the next table batch while this thread folds the last one, so
+/// an open takes about the longer of the two rather than their sum. The
+/// channel holds [`FOLD_QUEUE`] batches, so the open still never holds
+/// every row at once.
+struct Fold {
+    sender: Option<std::sync::mpsc::SyncSender<Vec<Record>>>,
+    thread: std::thread::JoinHandle<State>,
+}
+
+/// Table batches waiting for the fold while the store reads the next.
+const FOLD_QUEUE: usize = 2;
+
+impl Fold {
+    fn start(dim: usize, data: std::path::PathBuf, from: usize) -> Result<Fold> {
+        let (sender, batches) = std::sync::mpsc::sync_channel::<Vec<Record>>(FOLD_QUEUE);
+        let thread = std::thread::Builder::new()
+            .name("recall-open-fold".into())
+            .spawn(move || {
+                let mut state = State::opening(dim);
+                for records in batches {
+                    state.apply_all(records);
+                    crate::derived::map_vector_blocks(&data, &mut state, from);
+                }
+                state
+            })
+            .map_err(|e| Error::Task(format!("starting the open's fold: {e}")))?;
+        Ok(Fold {
+            sender: Some(sender),
+            thread,
+        })
+    }
+
+    /// Hands a batch of records to the fold (waits while it is
+    /// [`FOLD_QUEUE`] batches behind). A fold that has stopped (it
+    /// panicked) is reported by [`Fold::finish`].
+    fn take(&self, records: Vec<Record>) {
+        if let Some(sender) = &self.sender {
+            let _ = sender.send(records);
+        }
+    }
+
+    /// The folded state, once every batch handed over is applied.
+    fn finish(mut self) -> Result<State> {
+        self.sender = None;
+        self.thread
+            .join()
+            .map_err(|_| Error::Task("the open's fold panicked".into()))
     }
 }
