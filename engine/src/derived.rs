@@ -14,7 +14,7 @@
 
 use std::path::{Path, PathBuf};
 
-use recall_indexer::{IndexerError, MappedBlocks, PartitionsResumed, VectorSet};
+use recall_indexer::{IndexerError, MappedBlocks, PartitionsResumed, Record, VectorSet};
 use sha2::{Digest, Sha256};
 
 use crate::state::State;
@@ -118,6 +118,41 @@ pub(crate) fn map_vector_blocks(data: &Path, state: &mut State, from: usize) {
         take_vector_files(state, files);
     }
     state.vectors_grew = false;
+}
+
+/// How many memories with a vector `tenant` had when the last open saved
+/// its partitions (the header of its `whole` file; `None` without one): a
+/// hint of the tenant's size before its rows are read.
+fn saved_rows(data: &Path, tenant: &str) -> Option<usize> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(partitions_path(data, tenant, SETS[0])).ok()?;
+    let len = file.metadata().ok()?.len();
+    let mut header = [0u8; recall_indexer::SAVED_HEADER_BYTES];
+    file.read_exact(&mut header).ok()?;
+    recall_indexer::saved_partitions_rows(&header, len)
+}
+
+/// Before an open folds `records`: each tenant they bring that the state
+/// does not hold yet gets room for as many memories as its saved
+/// partitions say it had ([`State::reserve_tenant`]).
+pub(crate) fn reserve_new_tenants(data: &Path, state: &mut State, records: &[Record]) {
+    let mut last: Option<&str> = None;
+    for record in records {
+        let Record::Memory(row) = record else {
+            continue;
+        };
+        // Rows come in runs of one tenant: look each run up once.
+        if last == Some(row.tenant.as_str()) {
+            continue;
+        }
+        last = Some(&row.tenant);
+        if state.tenants.contains_key(&row.tenant) {
+            continue;
+        }
+        if let Some(rows) = saved_rows(data, &row.tenant) {
+            state.reserve_tenant(&row.tenant, rows);
+        }
+    }
 }
 
 /// Ends [`State::opening`]: each tenant's vector sets take their saved

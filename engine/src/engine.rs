@@ -128,7 +128,7 @@ impl Engine {
         // a time: the rows (with their vectors) are never all held at once
         // besides the state they fold into, and each block of vector rows
         // goes to its file as soon as it is full.
-        let fold = Fold::start(dim, config.data_dir.clone(), config.write.vector_files_from)?;
+        let mut fold = Fold::start(dim, config.data_dir.clone(), config.write.vector_files_from)?;
         let opened = Store::open_with(options, |records| fold.take(records)).await;
         let mut state = fold.finish()?;
         let (store, replayed) = opened?;
@@ -739,7 +739,19 @@ impl Engine {
 /// every row at once.
 struct Fold {
     sender: Option<std::sync::mpsc::SyncSender<Vec<Record>>>,
-    thread: std::thread::JoinHandle<State>,
+    thread: std::thread::JoinHandle<(State, FoldTimes)>,
+    /// How long the store waited for the fold to take a batch.
+    store_waited: std::time::Duration,
+}
+
+/// Where the fold's thread spent an open (logged at debug level): which of
+/// the store's read and the fold is the longer.
+#[derive(Debug, Default)]
+struct FoldTimes {
+    folding: std::time::Duration,
+    /// Of `folding`: full blocks of vector rows handed to their files.
+    mapping: std::time::Duration,
+    waiting: std::time::Duration,
 }
 
 /// Table batches waiting for the fold while the store reads the next.
@@ -752,33 +764,54 @@ impl Fold {
             .name("recall-open-fold".into())
             .spawn(move || {
                 let mut state = State::opening(dim);
-                for records in batches {
+                let mut times = FoldTimes::default();
+                let mut since = Instant::now();
+                while let Ok(records) = batches.recv() {
+                    let folding = Instant::now();
+                    times.waiting += folding - since;
+                    crate::derived::reserve_new_tenants(&data, &mut state, &records);
                     state.apply_all(records);
+                    let mapping = Instant::now();
                     crate::derived::map_vector_blocks(&data, &mut state, from);
+                    since = Instant::now();
+                    times.folding += since - folding;
+                    times.mapping += since - mapping;
                 }
-                state
+                (state, times)
             })
             .map_err(|e| Error::Task(format!("starting the open's fold: {e}")))?;
         Ok(Fold {
             sender: Some(sender),
             thread,
+            store_waited: std::time::Duration::ZERO,
         })
     }
 
     /// Hands a batch of records to the fold (waits while it is
     /// [`FOLD_QUEUE`] batches behind). A fold that has stopped (it
     /// panicked) is reported by [`Fold::finish`].
-    fn take(&self, records: Vec<Record>) {
+    fn take(&mut self, records: Vec<Record>) {
         if let Some(sender) = &self.sender {
+            let sending = Instant::now();
             let _ = sender.send(records);
+            self.store_waited += sending.elapsed();
         }
     }
 
     /// The folded state, once every batch handed over is applied.
     fn finish(mut self) -> Result<State> {
         self.sender = None;
-        self.thread
+        let (state, times) = self
+            .thread
             .join()
-            .map_err(|_| Error::Task("the open's fold panicked".into()))
+            .map_err(|_| Error::Task("the open's fold panicked".into()))?;
+        tracing::debug!(
+            folding_ms = times.folding.as_millis() as u64,
+            mapping_ms = times.mapping.as_millis() as u64,
+            fold_waited_ms = times.waiting.as_millis() as u64,
+            store_waited_ms = self.store_waited.as_millis() as u64,
+            "the open's fold"
+        );
+        Ok(state)
     }
 }

@@ -453,6 +453,44 @@ impl State {
         }
     }
 
+    /// `tenant`'s state, created empty if it has none (always `Some`).
+    fn tenant_or_new(&mut self, tenant: &str) -> Option<&mut TenantState> {
+        // Looked up before inserting: `entry` would allocate the key per row.
+        if !self.tenants.contains_key(tenant) {
+            let mut state = TenantState::new(tenant, self.dim);
+            if self.defer_partitions {
+                state.vectors.defer_partitions();
+                state.sentences.defer_partitions();
+            }
+            self.tenants.insert(tenant.to_string(), state);
+        }
+        self.tenants.get_mut(tenant)
+    }
+
+    /// Makes room in `tenant`'s state for `memories` memories before they
+    /// are applied (an open that knows the tenant's size from its saved
+    /// partitions): the memories and their maps then grow once instead of
+    /// doubling, each doubling a copy into pages never touched before. A
+    /// reservation that cannot be made is skipped; the state grows as it
+    /// would have.
+    pub(crate) fn reserve_tenant(&mut self, tenant: &str, memories: usize) {
+        let Some(state) = self.tenant_or_new(tenant) else {
+            return;
+        };
+        let more = memories.saturating_sub(state.memories.len());
+        let reserved = state.memories.try_reserve(more).is_ok()
+            && state.meta.try_reserve(more).is_ok()
+            && state.by_id.try_reserve(more).is_ok()
+            && state.by_seq.try_reserve(more).is_ok();
+        if !reserved {
+            tracing::debug!(
+                tenant,
+                memories,
+                "no room reserved for the tenant's memories"
+            );
+        }
+    }
+
     /// Ends [`State::opening`]: tenants created later partition as they grow.
     pub(crate) fn opened(&mut self) {
         self.defer_partitions = false;
@@ -528,16 +566,7 @@ impl State {
             return;
         };
         let dim = self.dim;
-        // Looked up before `entry`, which would allocate the key per row.
-        if !self.tenants.contains_key(&row.tenant) {
-            let mut tenant = TenantState::new(&row.tenant, dim);
-            if self.defer_partitions {
-                tenant.vectors.defer_partitions();
-                tenant.sentences.defer_partitions();
-            }
-            self.tenants.insert(row.tenant.clone(), tenant);
-        }
-        let Some(tenant) = self.tenants.get_mut(&row.tenant) else {
+        let Some(tenant) = self.tenant_or_new(&row.tenant) else {
             return;
         };
         if tenant.by_id.contains_key(&id) {
@@ -767,5 +796,65 @@ impl State {
             | Event::Erased { .. }
             | Event::Consolidated => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use uuid::Uuid;
+
+    use super::*;
+
+    fn memories(n: u64) -> Vec<Record> {
+        (1..=n)
+            .map(|seq| {
+                Record::Memory(MemoryRow {
+                    seq,
+                    id: Uuid::from_u128(u128::from(seq)).to_string(),
+                    tenant: "t".into(),
+                    bank: "org".into(),
+                    kind: "fact".into(),
+                    title: None,
+                    content: format!("fact number {seq}"),
+                    elements: Vec::new(),
+                    source: "explicit".into(),
+                    trust: "agent".into(),
+                    agent: None,
+                    session_id: None,
+                    confidence: 1.0,
+                    observed_at_ms: 0,
+                    created_at_ms: 0,
+                    expires_at_ms: None,
+                    supersedes: None,
+                    vector: Some(vec![1.0, 0.0, 0.0, 0.0]),
+                    sentences: Vec::new(),
+                })
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_tenant_reserved_before_its_rows_folds_them_alike_and_grows_once() {
+        let mut reserved = State::opening(4);
+        reserved.reserve_tenant("t", 300);
+        let room = reserved.tenants["t"].memories.capacity();
+        assert!(room >= 300);
+        reserved.apply_all(memories(300));
+        assert_eq!(reserved.tenants["t"].memories.capacity(), room);
+
+        let mut grown = State::opening(4);
+        grown.apply_all(memories(300));
+        let (a, b) = (&reserved.tenants["t"], &grown.tenants["t"]);
+        assert_eq!(a.memories.len(), 300);
+        let ids = |t: &TenantState| t.memories.iter().map(|m| m.id).collect::<Vec<_>>();
+        assert_eq!(ids(a), ids(b));
+        assert_eq!(a.by_id, b.by_id);
+        assert_eq!(a.vectors.len(), b.vectors.len());
+
+        // A size no machine has room for is skipped, not a failure.
+        let mut huge = State::opening(4);
+        huge.reserve_tenant("t", usize::MAX / 2);
+        huge.apply_all(memories(3));
+        assert_eq!(huge.tenants["t"].memories.len(), 3);
     }
 }

@@ -76,6 +76,7 @@ pub use erasure::EraseSelector;
 pub use error::{IndexerError, Result};
 pub use lexical::LexicalHit;
 pub use near::near_pairs;
+pub use partitions::{SAVED_HEADER_BYTES, saved_partitions_rows};
 pub use remote::Remote;
 #[cfg(feature = "s3")]
 pub use remote::{Member, Members, validate_node_id};

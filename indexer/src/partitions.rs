@@ -28,6 +28,8 @@ use crate::kernels::CODE_BLOCK_ROWS;
 
 mod saved;
 
+pub use saved::{SAVED_HEADER_BYTES, saved_partitions_rows};
+
 /// Trainings so far in this process: each names its centroids, so a
 /// list learned under one training is never used under another.
 static TRAININGS: AtomicU64 = AtomicU64::new(0);

@@ -18,6 +18,41 @@ use super::{List, Partitions, TRAININGS};
 
 const MAGIC: &[u8; 8] = b"RCPARTS1";
 
+/// Bytes of saved partitions before their centroids: what
+/// [`saved_partitions_rows`] reads.
+pub const SAVED_HEADER_BYTES: usize = 48;
+
+/// How many rows saved partitions were made for, read from their first
+/// [`SAVED_HEADER_BYTES`] bytes, when those are a header of this layout
+/// and its sizes add up to `len`, the length of the whole saved bytes. A
+/// hint of a set's size before its rows are read (the engine's open
+/// reserves room with it); the checksum is not verified, so nothing but
+/// a size is taken from it.
+///
+/// ```
+/// use recall_indexer::{SAVED_HEADER_BYTES, saved_partitions_rows};
+/// assert_eq!(saved_partitions_rows(&[0u8; SAVED_HEADER_BYTES], 1_000), None);
+/// ```
+pub fn saved_partitions_rows(header: &[u8], len: u64) -> Option<usize> {
+    let mut reader = Reader {
+        bytes: header.get(..SAVED_HEADER_BYTES)?,
+    };
+    if reader.take(8)? != MAGIC {
+        return None;
+    }
+    let (dim, _words, k, _) = (reader.u32()?, reader.u32()?, reader.u32()?, reader.u32()?);
+    let _trained_at = reader.u64()?;
+    let assigned = reader.u64()?;
+    let expected = (SAVED_HEADER_BYTES as u64)
+        .checked_add(
+            4u64.checked_mul(u64::from(k))?
+                .checked_mul(u64::from(dim))?,
+        )?
+        .checked_add(4u64.checked_mul(assigned)?)?
+        .checked_add(8)?;
+    (expected == len).then_some(usize::try_from(assigned).ok()?)
+}
+
 /// The first 8 bytes of SHA-256 of `bytes`.
 fn checksum(bytes: &[u8]) -> u64 {
     let digest = Sha256::digest(bytes);
@@ -205,6 +240,14 @@ mod tests {
             panic!("an extended set has partitions to save");
         };
         assert!(more.len() == bytes.len() + 4 * 500);
+        // Their header says how many rows they were made for.
+        let rows = |b: &[u8]| super::saved_partitions_rows(b, b.len() as u64);
+        assert_eq!(rows(&bytes), Some(20_000));
+        assert_eq!(rows(&more), Some(20_500));
+        assert_eq!(
+            super::saved_partitions_rows(&bytes, bytes.len() as u64 - 4),
+            None
+        );
 
         // A damaged file, or rows that are not the ones it was made for:
         // trained again.
