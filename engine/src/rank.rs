@@ -558,25 +558,10 @@ mod tests {
 
     fn memory(seq: u64, kind: &str, title: Option<&str>, content: &str, v: Vec<f32>) -> Record {
         Record::Memory(MemoryRow {
-            seq,
-            id: Uuid::from_u128(u128::from(seq)).to_string(),
-            tenant: "t".into(),
-            bank: "org".into(),
-            kind: kind.into(),
             title: title.map(str::to_string),
-            content: content.into(),
-            elements: Vec::new(),
-            source: "explicit".into(),
-            trust: "agent".into(),
-            agent: None,
-            session_id: None,
-            confidence: 1.0,
             observed_at_ms: NOW,
             created_at_ms: NOW,
-            expires_at_ms: None,
-            supersedes: None,
-            vector: Some(v),
-            sentences: Vec::new(),
+            ..crate::state::test_row(seq, kind, content, v)
         })
     }
 

@@ -799,36 +799,46 @@ impl State {
     }
 }
 
+/// A memory row as the engine's unit tests write it: tenant `t`, bank
+/// `org`, no title, written at time 0 by an agent, its id made from `seq`.
+#[cfg(test)]
+pub(crate) fn test_row(seq: u64, kind: &str, content: &str, vector: Vec<f32>) -> MemoryRow {
+    MemoryRow {
+        seq,
+        id: Uuid::from_u128(u128::from(seq)).to_string(),
+        tenant: "t".into(),
+        bank: "org".into(),
+        kind: kind.into(),
+        title: None,
+        content: content.into(),
+        elements: Vec::new(),
+        source: "explicit".into(),
+        trust: "agent".into(),
+        agent: None,
+        session_id: None,
+        confidence: 1.0,
+        observed_at_ms: 0,
+        created_at_ms: 0,
+        expires_at_ms: None,
+        supersedes: None,
+        vector: Some(vector),
+        sentences: Vec::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use uuid::Uuid;
-
     use super::*;
 
     fn memories(n: u64) -> Vec<Record> {
         (1..=n)
             .map(|seq| {
-                Record::Memory(MemoryRow {
+                Record::Memory(test_row(
                     seq,
-                    id: Uuid::from_u128(u128::from(seq)).to_string(),
-                    tenant: "t".into(),
-                    bank: "org".into(),
-                    kind: "fact".into(),
-                    title: None,
-                    content: format!("fact number {seq}"),
-                    elements: Vec::new(),
-                    source: "explicit".into(),
-                    trust: "agent".into(),
-                    agent: None,
-                    session_id: None,
-                    confidence: 1.0,
-                    observed_at_ms: 0,
-                    created_at_ms: 0,
-                    expires_at_ms: None,
-                    supersedes: None,
-                    vector: Some(vec![1.0, 0.0, 0.0, 0.0]),
-                    sentences: Vec::new(),
-                })
+                    "fact",
+                    &format!("fact number {seq}"),
+                    vec![1.0, 0.0, 0.0, 0.0],
+                ))
             })
             .collect()
     }
