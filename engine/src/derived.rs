@@ -14,7 +14,7 @@
 
 use std::path::{Path, PathBuf};
 
-use recall_indexer::{IndexerError, MappedBlocks, PartitionsResumed, Record, VectorSet};
+use recall_indexer::{IndexerError, MappedBlocks, PartitionsResumed, Record, RowKey, VectorSet};
 use sha2::{Digest, Sha256};
 
 use crate::state::State;
@@ -43,6 +43,34 @@ fn vectors_dir(data: &Path, tenant: &str, set: &str) -> PathBuf {
     data.join("derived")
         .join("vectors")
         .join(format!("{}.{set}", tenant_key(tenant)))
+}
+
+/// The key a vector row is stored under in its block file: its memory's
+/// id and the hash of its folded text. The text decides the vector (the
+/// store records its model), so a row adopted by key at an open is the
+/// vector the memory's own row holds, even for an id written again after
+/// an erasure.
+pub(crate) fn row_key(id: &uuid::Uuid, folded_hash: u64) -> RowKey {
+    let mut key = [0; recall_indexer::ROW_KEY_BYTES];
+    key[..16].copy_from_slice(id.as_bytes());
+    key[16..].copy_from_slice(&folded_hash.to_le_bytes());
+    key
+}
+
+/// Whether any tenant has a block file of `dim`-wide vectors that an open
+/// can adopt rows from by key: the open then reads the memories without
+/// their vectors. (Files of an older format are not: that open reads
+/// every vector and writes them again.)
+pub(crate) fn has_vector_files(data: &Path, dim: usize) -> bool {
+    let Ok(tenants) = std::fs::read_dir(data.join("derived").join("vectors")) else {
+        return false;
+    };
+    tenants.flatten().any(|dir| {
+        dir.file_name()
+            .to_string_lossy()
+            .ends_with(&format!(".{}", SETS[0]))
+            && VectorSet::adoptable_files(&dir.path(), dim)
+    })
 }
 
 /// Whether `vectors` (of at least `from` rows) has full blocks of rows in
@@ -76,7 +104,14 @@ pub(crate) fn vector_files(
                 continue;
             }
             let dir = vectors_dir(data, tenant, set);
-            match vectors.map_to_files(&dir) {
+            let key_of = |owner: usize| {
+                t.memories
+                    .get(owner)
+                    .map_or([0; recall_indexer::ROW_KEY_BYTES], |m| {
+                        row_key(&m.id, m.folded_hash)
+                    })
+            };
+            match vectors.map_to_files(&dir, key_of) {
                 Ok(mapped) => {
                     tracing::debug!(
                         tenant = &**tenant,
@@ -134,8 +169,11 @@ fn saved_rows(data: &Path, tenant: &str) -> Option<usize> {
 
 /// Before an open folds `records`: each tenant they bring that the state
 /// does not hold yet gets room for as many memories as its saved
-/// partitions say it had ([`State::reserve_tenant`]).
-pub(crate) fn reserve_new_tenants(data: &Path, state: &mut State, records: &[Record]) {
+/// partitions say it had ([`State::reserve_tenant`]), and, when that is
+/// enough for vector files (`from` rows), its vector sets adopt the files
+/// that hold their rows instead of holding them in memory first
+/// ([`VectorSet::adopt_files_from`]).
+pub(crate) fn prepare_new_tenants(data: &Path, state: &mut State, records: &[Record], from: usize) {
     let mut last: Option<&str> = None;
     for record in records {
         let Record::Memory(row) = record else {
@@ -149,8 +187,15 @@ pub(crate) fn reserve_new_tenants(data: &Path, state: &mut State, records: &[Rec
         if state.tenants.contains_key(&row.tenant) {
             continue;
         }
-        if let Some(rows) = saved_rows(data, &row.tenant) {
-            state.reserve_tenant(&row.tenant, rows);
+        let Some(rows) = saved_rows(data, &row.tenant) else {
+            continue;
+        };
+        state.reserve_tenant(&row.tenant, rows);
+        // Only the whole vectors: the sentence vectors are read with
+        // their rows (rare, and no key names one sentence of several).
+        if let Some(t) = state.tenants.get_mut(&row.tenant).filter(|_| rows >= from) {
+            t.vectors
+                .adopt_files_from(&vectors_dir(data, &row.tenant, SETS[0]));
         }
     }
 }
@@ -163,9 +208,10 @@ pub(crate) fn resume_partitions(data: &Path, state: &mut State) {
     for (tenant, t) in state.tenants.iter_mut() {
         for (set, vectors) in SETS.into_iter().zip([&mut t.vectors, &mut t.sentences]) {
             let path = partitions_path(data, tenant, set);
+            let adopted = vectors.stop_adopting();
             let saved = std::fs::read(&path).ok();
             let resumed = vectors.resume_partitions(saved.as_deref());
-            tracing::debug!(tenant, set, ?resumed, "vector partitions");
+            tracing::debug!(tenant, set, adopted, ?resumed, "vector partitions");
             match resumed {
                 PartitionsResumed::Restored => {}
                 PartitionsResumed::Extended | PartitionsResumed::Trained => save(&path, vectors),

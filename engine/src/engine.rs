@@ -127,11 +127,25 @@ impl Engine {
         // The records are folded as the store reads them, a table batch at
         // a time: the rows (with their vectors) are never all held at once
         // besides the state they fold into, and each block of vector rows
-        // goes to its file as soon as it is full.
-        let mut fold = Fold::start(dim, config.data_dir.clone(), config.write.vector_files_from)?;
+        // goes to its file as soon as it is full. When the vectors are in
+        // block files already, the rows come without them and take them
+        // from the files by key; the few no file holds are read after.
+        options.elide_vectors = crate::derived::has_vector_files(&config.data_dir, dim);
+        let mut fold = Fold::start(
+            dim,
+            config.data_dir.clone(),
+            config.write.vector_files_from,
+            options.elide_vectors,
+        )?;
         let opened = Store::open_with(options, |records| fold.take(records)).await;
         let mut state = fold.finish()?;
         let (store, replayed) = opened?;
+        read_elided_vectors(&store, &mut state).await?;
+        crate::derived::map_vector_blocks(
+            &config.data_dir,
+            &mut state,
+            config.write.vector_files_from,
+        );
         crate::derived::resume_partitions(&config.data_dir, &mut state);
         let lexical = store.lexical();
         tracing::info!(
@@ -732,6 +746,33 @@ impl Engine {
     }
 }
 
+/// After an open's fold of rows read without their vectors: the vectors no
+/// file row stood for, read from the tables and applied in sequence order
+/// (at a million memories with their files in place, the last partial
+/// block's).
+async fn read_elided_vectors(store: &Store, state: &mut State) -> Result<()> {
+    let wanted = state.take_vectors_to_read();
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    let seqs: Vec<u64> = wanted.iter().map(|(seq, ..)| *seq).collect();
+    let mut read = store.memory_vectors(&seqs).await?;
+    read.sort_unstable_by_key(|(seq, _)| *seq);
+    tracing::debug!(
+        wanted = wanted.len(),
+        read = read.len(),
+        "vectors no file held"
+    );
+    let mut read = read.into_iter().peekable();
+    for (seq, tenant, index) in wanted {
+        while read.next_if(|(s, _)| *s < seq).is_some() {}
+        if let Some((_, vector)) = read.next_if(|(s, _)| *s == seq) {
+            state.apply_read_vector(&tenant, index, &vector);
+        }
+    }
+    Ok(())
+}
+
 /// The state being built by an open, on a thread of its own: the store
 /// decodes the next table batch while this thread folds the last one, so
 /// an open takes about the longer of the two rather than their sum. The
@@ -758,18 +799,18 @@ struct FoldTimes {
 const FOLD_QUEUE: usize = 2;
 
 impl Fold {
-    fn start(dim: usize, data: std::path::PathBuf, from: usize) -> Result<Fold> {
+    fn start(dim: usize, data: std::path::PathBuf, from: usize, elided: bool) -> Result<Fold> {
         let (sender, batches) = std::sync::mpsc::sync_channel::<Vec<Record>>(FOLD_QUEUE);
         let thread = std::thread::Builder::new()
             .name("recall-open-fold".into())
             .spawn(move || {
-                let mut state = State::opening(dim);
+                let mut state = State::opening(dim, elided);
                 let mut times = FoldTimes::default();
                 let mut since = Instant::now();
                 while let Ok(records) = batches.recv() {
                     let folding = Instant::now();
                     times.waiting += folding - since;
-                    crate::derived::reserve_new_tenants(&data, &mut state, &records);
+                    crate::derived::prepare_new_tenants(&data, &mut state, &records, from);
                     state.apply_all(records);
                     let mapping = Instant::now();
                     crate::derived::map_vector_blocks(&data, &mut state, from);

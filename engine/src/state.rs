@@ -193,6 +193,11 @@ pub(crate) struct TenantState {
     pub(crate) without_vector: usize,
     /// When the last consolidation pass ran (its cursor), if one did.
     pub(crate) consolidated_ms: Option<i64>,
+    /// While an open adopts vector files by key: memories whose rows came
+    /// without their vector and that no file row stood for, as
+    /// `(seq, index)`; their vectors are read from the tables after the
+    /// fold ([`State::take_vectors_to_read`]).
+    vectors_to_read: Vec<(u64, usize)>,
 }
 
 impl TenantState {
@@ -212,6 +217,7 @@ impl TenantState {
             bank_ids: HashMap::new(),
             without_vector: 0,
             consolidated_ms: None,
+            vectors_to_read: Vec::new(),
         }
     }
 
@@ -428,6 +434,11 @@ pub(crate) struct State {
     /// Tenants created from now on defer their vector sets' partitions
     /// (a store being opened; see [`crate::derived`]).
     defer_partitions: bool,
+    /// Memory rows without a vector may have one in the tables that the
+    /// open did not read ([`recall_indexer::StoreOptions::elide_vectors`]):
+    /// each takes its tenant's next file row when that row's key is its
+    /// own, and is listed to be read otherwise.
+    vectors_elided: bool,
     /// Records that may have added vector rows were applied since the
     /// last look for full blocks to map ([`crate::derived`]), which
     /// clears it: writes of events alone skip that look.
@@ -440,17 +451,58 @@ impl State {
             tenants: HashMap::new(),
             dim,
             defer_partitions: false,
+            vectors_elided: false,
             vectors_grew: false,
         }
     }
 
     /// A state for a store being opened: every vector set pushes its rows
     /// without partition upkeep until [`crate::derived::resume_partitions`].
-    pub(crate) fn opening(dim: usize) -> State {
+    /// With `vectors_elided`, the store's memory rows come without their
+    /// vectors (see [`State::take_vectors_to_read`]).
+    pub(crate) fn opening(dim: usize, vectors_elided: bool) -> State {
         State {
             defer_partitions: true,
+            vectors_elided,
             ..State::new(dim)
         }
+    }
+
+    /// Ends the fold of an open whose rows came without vectors: the
+    /// memories whose vectors no file row stood for, as `(seq, tenant,
+    /// index)` in sequence order, for [`State::apply_read_vector`].
+    pub(crate) fn take_vectors_to_read(&mut self) -> Vec<(u64, String, usize)> {
+        self.vectors_elided = false;
+        let mut out: Vec<(u64, String, usize)> = self
+            .tenants
+            .iter_mut()
+            .flat_map(|(name, t)| {
+                std::mem::take(&mut t.vectors_to_read)
+                    .into_iter()
+                    .map(move |(seq, index)| (seq, name.clone(), index))
+            })
+            .collect();
+        out.sort_unstable_by_key(|(seq, ..)| *seq);
+        out
+    }
+
+    /// Gives memory `index` of `tenant` the vector the tables hold for it
+    /// (see [`State::take_vectors_to_read`]), as its row would have at
+    /// the fold; one that has a vector by now keeps it.
+    pub(crate) fn apply_read_vector(&mut self, tenant: &str, index: usize, vector: &[f32]) {
+        let Some(t) = self.tenants.get_mut(tenant) else {
+            return;
+        };
+        let Some(memory) = t.memories.get_mut(index) else {
+            return;
+        };
+        if memory.vector_row.is_some() || vector.len() != self.dim {
+            return;
+        }
+        t.vectors.push(index, vector);
+        memory.vector_row = Some(t.vectors.len() - 1);
+        t.without_vector = t.without_vector.saturating_sub(1);
+        self.vectors_grew = true;
     }
 
     /// `tenant`'s state, created empty if it has none (always `Some`).
@@ -565,7 +617,7 @@ impl State {
             tracing::warn!(id = %row.id, "skipping a stored memory this engine cannot read");
             return;
         };
-        let dim = self.dim;
+        let (dim, elided) = (self.dim, self.vectors_elided);
         let Some(tenant) = self.tenant_or_new(&row.tenant) else {
             return;
         };
@@ -588,7 +640,17 @@ impl State {
                 tenant.vectors.push_placed(index, &v, placement);
                 Some(tenant.vectors.len() - 1)
             }
-            _ => None,
+            Some(_) => None,
+            None if elided => {
+                let key = crate::derived::row_key(&id, derived.folded_hash);
+                if tenant.vectors.next_key() == Some(key) && tenant.vectors.adopt_next(index) {
+                    Some(tenant.vectors.len() - 1)
+                } else {
+                    tenant.vectors_to_read.push((row.seq, index));
+                    None
+                }
+            }
+            None => None,
         };
         let first_sentence = tenant.sentences.len();
         for v in std::mem::take(&mut row.sentences) {
@@ -845,14 +907,14 @@ mod tests {
 
     #[test]
     fn a_tenant_reserved_before_its_rows_folds_them_alike_and_grows_once() {
-        let mut reserved = State::opening(4);
+        let mut reserved = State::opening(4, false);
         reserved.reserve_tenant("t", 300);
         let room = reserved.tenants["t"].memories.capacity();
         assert!(room >= 300);
         reserved.apply_all(memories(300));
         assert_eq!(reserved.tenants["t"].memories.capacity(), room);
 
-        let mut grown = State::opening(4);
+        let mut grown = State::opening(4, false);
         grown.apply_all(memories(300));
         let (a, b) = (&reserved.tenants["t"], &grown.tenants["t"]);
         assert_eq!(a.memories.len(), 300);
@@ -862,7 +924,7 @@ mod tests {
         assert_eq!(a.vectors.len(), b.vectors.len());
 
         // A size no machine has room for is skipped, not a failure.
-        let mut huge = State::opening(4);
+        let mut huge = State::opening(4, false);
         huge.reserve_tenant("t", usize::MAX / 2);
         huge.apply_all(memories(3));
         assert_eq!(huge.tenants["t"].memories.len(), 3);

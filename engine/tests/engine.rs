@@ -33,6 +33,8 @@ mod object_storage;
 mod properties;
 #[path = "engine/proposals.rs"]
 mod proposals;
+#[path = "engine/reopen.rs"]
+mod reopen;
 #[path = "engine/safety.rs"]
 mod safety;
 #[path = "engine/stress.rs"]

@@ -20,10 +20,11 @@
 //! can be handed to a file and mapped back (`mapped.rs`), which leaves the
 //! set's memory with its last, growing block.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::mapped::MappedRows;
+use crate::mapped::{BlockFile, MappedRows, ROW_KEY_BYTES, open_block};
 
 /// Rows per rayon task of a scan.
 pub(crate) const CHUNK_ROWS: usize = 2048;
@@ -33,11 +34,19 @@ pub(crate) const CHUNK_ROWS: usize = 2048;
 pub(crate) const BLOCK_ROWS: usize = 8 * CHUNK_ROWS;
 
 /// One block's rows: in memory, or (a full block) mapped from its derived
-/// file ([`crate::mapped`]).
+/// file ([`crate::mapped`]), or (while an open adopts files) the first
+/// `matched` rows of a file whose rows have been pushed or adopted so far
+/// (`keys` and `codes` are its rows' keys and sign codes).
 #[derive(Debug, Clone)]
 enum Block {
     Heap(Vec<f32>),
     Mapped(Arc<MappedRows>),
+    Adopting {
+        mapped: Arc<MappedRows>,
+        keys: Vec<u8>,
+        codes: Vec<u64>,
+        matched: usize,
+    },
 }
 
 impl Block {
@@ -45,7 +54,65 @@ impl Block {
         match self {
             Block::Heap(rows) => rows,
             Block::Mapped(mapped) => mapped.rows(),
+            Block::Adopting {
+                mapped, matched, ..
+            } => {
+                let rows = mapped.rows();
+                let dim = rows.len() / BLOCK_ROWS;
+                rows.get(..matched * dim).unwrap_or(rows)
+            }
         }
+    }
+
+    /// Appends `vector` (`dim` wide) to a block that is not full. Returns
+    /// whether that made an adopted file's block whole (now mapped).
+    fn push(&mut self, vector: &[f32], dim: usize) {
+        let block_len = BLOCK_ROWS * dim;
+        match self {
+            Block::Heap(rows) => {
+                if rows.len() == rows.capacity() {
+                    let wanted = (2 * rows.len()).clamp(dim, block_len);
+                    rows.reserve_exact(wanted.saturating_sub(rows.len()));
+                }
+                rows.extend_from_slice(vector);
+            }
+            // A row pushed into a file's block being adopted (its file did
+            // not name it): the block moves to memory, with the rows
+            // adopted before it, and its file is written again when the
+            // block is mapped. (A mapped block is full: never pushed to.)
+            Block::Adopting { .. } | Block::Mapped(_) => {
+                let mut heap = self.to_heap(dim);
+                heap.extend_from_slice(vector);
+                *self = Block::Heap(heap);
+            }
+        }
+    }
+
+    /// Takes the next row of an adopted file's block. Returns whether that
+    /// made the block whole (now mapped); false for any other block.
+    fn adopt_row(&mut self) -> bool {
+        let Block::Adopting {
+            mapped, matched, ..
+        } = self
+        else {
+            return false;
+        };
+        *matched += 1;
+        if *matched < BLOCK_ROWS {
+            return false;
+        }
+        // None of its rows was read: the kernel reads them ahead.
+        mapped.prefetch();
+        *self = Block::Mapped(mapped.clone());
+        true
+    }
+
+    /// The block's rows in memory, for rows that differ from its file's:
+    /// the file held the ones before them.
+    fn to_heap(&self, dim: usize) -> Vec<f32> {
+        let mut heap = Vec::with_capacity(BLOCK_ROWS * dim);
+        heap.extend_from_slice(self.rows());
+        heap
     }
 }
 
@@ -65,6 +132,12 @@ pub(crate) struct Blocks {
     blocks: Vec<Block>,
     mapped: usize,
     set: u64,
+    /// While an open adopts block files ([`Blocks::adopt_files_from`]):
+    /// their directory, how many blocks were adopted, and the index of a
+    /// block found to have no file (not looked for again).
+    adopt_from: Option<PathBuf>,
+    adopted: usize,
+    no_file: Option<usize>,
 }
 
 impl Blocks {
@@ -76,20 +149,134 @@ impl Blocks {
             blocks: Vec::new(),
             mapped: 0,
             set: NEXT_SET.fetch_add(1, Ordering::Relaxed),
+            adopt_from: None,
+            adopted: 0,
+            no_file: None,
         }
+    }
+
+    /// From now on, a block whose file in `dir` exists (as
+    /// `VectorSet::map_to_files` wrote it) is not held in memory while its
+    /// rows come again: [`Blocks::adopt_next`] takes the file's next row
+    /// without reading it, and a block that got every row this way is
+    /// adopted mapped. A row pushed instead moves the block to memory,
+    /// with the rows adopted before it, and the file is written again when
+    /// the block is mapped. An open thus reads no vector of a block whose
+    /// file names every row.
+    pub(crate) fn adopt_files_from(&mut self, dir: PathBuf) {
+        self.adopt_from = Some(dir);
+    }
+
+    /// Ends [`Blocks::adopt_files_from`]: a block still being compared
+    /// (its file holds more rows than were pushed) moves to memory.
+    /// Returns how many blocks were adopted.
+    pub(crate) fn stop_adopting(&mut self) -> usize {
+        self.adopt_from = None;
+        self.no_file = None;
+        match self.blocks.last() {
+            Some(last @ Block::Adopting { .. }) if last.rows().is_empty() => {
+                self.blocks.pop();
+            }
+            Some(last @ Block::Adopting { .. }) => {
+                let heap = Block::Heap(last.to_heap(self.dim));
+                if let Some(last) = self.blocks.last_mut() {
+                    *last = heap;
+                }
+            }
+            _ => {}
+        }
+        std::mem::take(&mut self.adopted)
+    }
+
+    /// The file of the block about to start, if one is being adopted and
+    /// it exists; an unreadable one is left to be written again.
+    fn block_to_adopt(&mut self) -> Option<Block> {
+        let index = self.blocks.len();
+        let dir = self.adopt_from.as_deref()?;
+        if self.no_file == Some(index) {
+            return None;
+        }
+        let found = match open_block(dir, index, self.dim, BLOCK_ROWS) {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::debug!(dir = %dir.display(), error = %e, "vector block file not adopted");
+                None
+            }
+        };
+        match found {
+            Some(BlockFile {
+                mapped,
+                keys,
+                codes,
+            }) => Some(Block::Adopting {
+                mapped,
+                keys,
+                codes,
+                matched: 0,
+            }),
+            None => {
+                self.no_file = Some(index);
+                None
+            }
+        }
+    }
+
+    /// The key of the file row [`Blocks::adopt_next`] would take, if the
+    /// next row can come from an adopted file (at a block's start, this
+    /// looks for the block's file).
+    pub(crate) fn next_key(&mut self) -> Option<&[u8]> {
+        let block_len = BLOCK_ROWS * self.dim;
+        if self.adopt_from.is_some()
+            && self
+                .blocks
+                .last()
+                .is_none_or(|b| b.rows().len() >= block_len)
+        {
+            let block = self.block_to_adopt()?;
+            self.blocks.push(block);
+        }
+        match self.blocks.last()? {
+            Block::Adopting { keys, matched, .. } => {
+                keys.get(matched * ROW_KEY_BYTES..(matched + 1) * ROW_KEY_BYTES)
+            }
+            _ => None,
+        }
+    }
+
+    /// Appends the next row of the file being adopted, as it is there
+    /// (the caller checked its key with [`Blocks::next_key`]), and its
+    /// sign code, as the file holds it, to `codes`. Returns false, and
+    /// appends nothing, when no file row is next.
+    pub(crate) fn adopt_next(&mut self, codes: &mut Vec<u64>) -> bool {
+        let words = self.dim.div_ceil(64);
+        let Some(last) = self.blocks.last_mut() else {
+            return false;
+        };
+        let Block::Adopting {
+            codes: file_codes,
+            matched,
+            ..
+        } = last
+        else {
+            return false;
+        };
+        let Some(code) = file_codes.get(*matched * words..(*matched + 1) * words) else {
+            return false;
+        };
+        codes.extend_from_slice(code);
+        if last.adopt_row() {
+            self.mapped += 1;
+            self.adopted += 1;
+        }
+        self.rows += 1;
+        true
     }
 
     /// Appends `vector` (the caller checks that it is `dim` wide).
     pub(crate) fn push(&mut self, vector: &[f32]) {
         let block_len = BLOCK_ROWS * self.dim;
         match self.blocks.last_mut() {
-            Some(Block::Heap(block)) if block.len() < block_len => {
-                if block.len() == block.capacity() {
-                    let wanted = (2 * block.len()).clamp(self.dim, block_len);
-                    block.reserve_exact(wanted - block.len());
-                }
-                block.extend_from_slice(vector);
-            }
+            Some(last) if last.rows().len() < block_len => last.push(vector, self.dim),
             _ => {
                 let mut block = match self.blocks.is_empty() {
                     true => Vec::with_capacity(self.dim),
@@ -117,7 +304,7 @@ impl Blocks {
     pub(crate) fn heap_row(&self, row: usize) -> Option<&[f32]> {
         match self.blocks.get(row / BLOCK_ROWS)? {
             Block::Heap(_) => self.row(row),
-            Block::Mapped(_) => None,
+            Block::Mapped(_) | Block::Adopting { .. } => None,
         }
     }
 
@@ -132,6 +319,7 @@ impl Blocks {
         match self.blocks.get(row / BLOCK_ROWS)? {
             Block::Heap(rows) => rows.get(at..at + self.dim),
             Block::Mapped(mapped) => mapped.read_into(at, buf.get_mut(..self.dim)?),
+            adopting @ Block::Adopting { .. } => adopting.rows().get(at..at + self.dim),
         }
     }
 
@@ -176,7 +364,7 @@ impl Blocks {
             .iter()
             .map(|b| match b {
                 Block::Heap(rows) => rows.capacity() * size_of::<f32>(),
-                Block::Mapped(_) => 0,
+                Block::Mapped(_) | Block::Adopting { .. } => 0,
             })
             .sum::<usize>()
             + self.blocks.capacity() * size_of::<Block>()
@@ -189,7 +377,7 @@ impl Blocks {
             .iter()
             .map(|b| match b {
                 Block::Heap(_) => 0,
-                Block::Mapped(mapped) => std::mem::size_of_val(mapped.rows()),
+                Block::Mapped(_) | Block::Adopting { .. } => std::mem::size_of_val(b.rows()),
             })
             .sum()
     }
@@ -278,10 +466,132 @@ mod tests {
         // Full blocks never held more than their rows.
         assert!(blocks.blocks[..2].iter().all(|b| match b {
             Block::Heap(rows) => rows.capacity() == BLOCK_ROWS * dim,
-            Block::Mapped(_) => false,
+            Block::Mapped(_) | Block::Adopting { .. } => false,
         }));
         assert_eq!(blocks.unmapped_full_blocks(), 2);
         assert_eq!(blocks.full_heap_blocks().count(), 2);
+    }
+
+    /// `blocks`' full blocks written to files in `dir`, as an earlier
+    /// open's `map_to_files` leaves them.
+    fn write_files(blocks: &Blocks, dir: &std::path::Path) {
+        for (token, rows) in blocks.full_heap_blocks() {
+            let keys: Vec<u8> = (token.index * BLOCK_ROWS..(token.index + 1) * BLOCK_ROWS)
+                .flat_map(key)
+                .collect();
+            let codes: Vec<u64> = rows
+                .chunks(blocks.dim)
+                .flat_map(|row| crate::codes::sign_code(row, blocks.dim.div_ceil(64)))
+                .collect();
+            crate::mapped::map_block(dir, token.index, blocks.dim, rows, &keys, &codes).unwrap();
+        }
+    }
+
+    /// Row `r`'s key in [`write_files`]' files.
+    fn key(r: usize) -> [u8; ROW_KEY_BYTES] {
+        let mut key = [0; ROW_KEY_BYTES];
+        key[..8].copy_from_slice(&(r as u64).to_le_bytes());
+        key
+    }
+
+    #[test]
+    fn rows_adopted_by_key_read_as_the_files_hold_them() {
+        let dim = 4;
+        let rows = 2 * BLOCK_ROWS + 10;
+        let dir = tempfile::tempdir().unwrap();
+        let written = filled(rows, dim);
+        write_files(&written, dir.path());
+
+        let mut again = Blocks::new(dim);
+        assert_eq!(again.next_key(), None, "not adopting yet");
+        again.adopt_files_from(dir.path().to_path_buf());
+        let mut codes = Vec::new();
+        for r in 0..2 * BLOCK_ROWS {
+            assert_eq!(again.next_key(), Some(&key(r)[..]), "row {r}");
+            assert!(again.adopt_next(&mut codes));
+        }
+        // The codes came from the files, as the rows' own.
+        let expected: Vec<u64> = (0..2 * BLOCK_ROWS)
+            .flat_map(|r| crate::codes::sign_code(written.row(r).unwrap(), 1))
+            .collect();
+        assert_eq!(codes, expected);
+        // No file for the third block: its rows are pushed.
+        assert_eq!(again.next_key(), None);
+        assert!(!again.adopt_next(&mut codes));
+        assert_eq!(codes.len(), 2 * BLOCK_ROWS);
+        again.push(written.row(2 * BLOCK_ROWS).unwrap());
+        assert_eq!(again.stop_adopting(), 2);
+        assert!(matches!(
+            again.blocks[..],
+            [Block::Mapped(_), Block::Mapped(_), Block::Heap(_)]
+        ));
+        for r in 0..=2 * BLOCK_ROWS {
+            assert_eq!(again.row(r), written.row(r), "row {r}");
+        }
+
+        // Stopped midway through a block, the adopted rows move to memory;
+        // an adoption stopped at a block's start leaves no empty block.
+        let mut part = Blocks::new(dim);
+        part.adopt_files_from(dir.path().to_path_buf());
+        for _ in 0..BLOCK_ROWS + 3 {
+            assert!(part.next_key().is_some());
+            assert!(part.adopt_next(&mut Vec::new()));
+        }
+        assert_eq!(part.stop_adopting(), 1);
+        assert!(matches!(
+            part.blocks[..],
+            [Block::Mapped(_), Block::Heap(_)]
+        ));
+        assert_eq!(part.row(BLOCK_ROWS + 2), written.row(BLOCK_ROWS + 2));
+        let mut at_start = Blocks::new(dim);
+        at_start.adopt_files_from(dir.path().to_path_buf());
+        assert!(at_start.next_key().is_some());
+        assert_eq!(at_start.stop_adopting(), 0);
+        assert!(at_start.blocks.is_empty());
+    }
+
+    #[test]
+    fn a_row_pushed_into_a_block_being_adopted_moves_the_block_to_memory() {
+        let dim = 4;
+        let dir = tempfile::tempdir().unwrap();
+        let written = filled(2 * BLOCK_ROWS + 10, dim);
+        write_files(&written, dir.path());
+
+        // The first block and 77 rows of the second are adopted by key;
+        // then a row the file does not name is pushed, and the rest of the
+        // block after it.
+        let changed = BLOCK_ROWS + 77;
+        let mut again = Blocks::new(dim);
+        again.adopt_files_from(dir.path().to_path_buf());
+        let mut codes = Vec::new();
+        for r in 0..changed {
+            assert_eq!(again.next_key(), Some(&key(r)[..]));
+            assert!(again.adopt_next(&mut codes));
+        }
+        let other = [-1.0; 4];
+        again.push(&other);
+        assert!(matches!(
+            again.blocks[..],
+            [Block::Mapped(_), Block::Heap(_)]
+        ));
+        assert_eq!(again.next_key(), None, "no file row follows a pushed one");
+        for r in changed + 1..2 * BLOCK_ROWS {
+            again.push(written.row(r).unwrap());
+        }
+        assert_eq!(again.stop_adopting(), 1);
+        assert_eq!(
+            again.unmapped_full_blocks(),
+            1,
+            "the second block waits for its file"
+        );
+        for r in 0..2 * BLOCK_ROWS {
+            let expected = if r == changed {
+                &other[..]
+            } else {
+                written.row(r).unwrap()
+            };
+            assert_eq!(again.row(r), Some(expected), "row {r}");
+        }
     }
 
     #[test]

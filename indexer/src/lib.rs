@@ -75,6 +75,7 @@ pub use embedder::{
 pub use erasure::EraseSelector;
 pub use error::{IndexerError, Result};
 pub use lexical::LexicalHit;
+pub use mapped::{ROW_KEY_BYTES, RowKey};
 pub use near::near_pairs;
 pub use partitions::{SAVED_HEADER_BYTES, saved_partitions_rows};
 pub use remote::Remote;

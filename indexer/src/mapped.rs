@@ -5,8 +5,12 @@
 //!
 //! The files are derived, like the saved partitions: one per full block,
 //! `DIR/NNNNNN.f32`, a header of [`HEADER`] bytes (magic, width, rows,
-//! zeros), then the rows as little-endian `f32`. A file is used only when
-//! it holds exactly the rows of the block it stands for (compared byte for
+//! key width, zeros), then the rows as little-endian `f32`, then each
+//! row's [`RowKey`] (which memory's vector it is), then each row's sign
+//! code (`crate::codes`) as little-endian `u64`s. An open reads the keys
+//! and codes alone to adopt the rows, without reading the vectors from the
+//! tables or from the file. A file is used only when it holds exactly the
+//! rows, keys and codes of the block it stands for (compared byte for
 //! byte, read without mapping them); otherwise it is written again
 //! ([`crate::write_derived`]), never changed in place.
 
@@ -19,7 +23,15 @@ use memmap2::{Mmap, MmapOptions};
 
 use crate::derived_file::write_derived;
 
-const MAGIC: &[u8; 8] = b"RCVBLK01";
+const MAGIC: &[u8; 8] = b"RCVBLK02";
+
+/// The bytes of a [`RowKey`].
+pub const ROW_KEY_BYTES: usize = 24;
+
+/// What a vector row is, as its set's owner names it (the engine: the
+/// memory's sequence number and id), stored beside the row in its block
+/// file. Rows are adopted from a file by key ([`crate::VectorSet::adopt_next`]).
+pub type RowKey = [u8; ROW_KEY_BYTES];
 
 /// The header's size: a page, so the rows map page-aligned.
 const HEADER: usize = 4096;
@@ -89,6 +101,18 @@ impl MappedRows {
             }
         }
     }
+
+    /// Asks the kernel to read the block into the page cache in the
+    /// background (`MADV_WILLNEED`), without mapping it into the process:
+    /// an open that adopted the block read none of its rows, and the scans
+    /// after it would otherwise read them from disk one page at a time. A
+    /// failure is logged and changes nothing but the page cache.
+    pub(crate) fn prefetch(&self) {
+        #[cfg(unix)]
+        if let Err(e) = self.map.advise(memmap2::Advice::WillNeed) {
+            tracing::debug!(error = %e, "mapped vector block not read ahead");
+        }
+    }
 }
 
 /// The file of block `index` in `dir`.
@@ -101,18 +125,27 @@ fn header(dim: usize, rows: usize) -> Vec<u8> {
     header.extend_from_slice(MAGIC);
     header.extend_from_slice(&(dim as u32).to_le_bytes());
     header.extend_from_slice(&(rows as u32).to_le_bytes());
+    header.extend_from_slice(&(ROW_KEY_BYTES as u32).to_le_bytes());
     header.resize(HEADER, 0);
     header
 }
 
-/// `rows` (`dim` wide) as block `index`'s file in `dir`, mapped: the file
-/// there when it holds exactly these rows, else a new one. Returns the
+/// The sign-code words of a row `dim` wide.
+fn code_words(dim: usize) -> usize {
+    dim.div_ceil(64)
+}
+
+/// `rows` (`dim` wide), their `keys` (one [`RowKey`] per row, in order)
+/// and their sign `codes` as block `index`'s file in `dir`, mapped: the
+/// file there when it holds exactly these, else a new one. Returns the
 /// mapping and whether the file was written.
 pub(crate) fn map_block(
     dir: &Path,
     index: usize,
     dim: usize,
     rows: &[f32],
+    keys: &[u8],
+    codes: &[u64],
 ) -> io::Result<(Arc<MappedRows>, bool)> {
     if cfg!(target_endian = "big") {
         // The files are little-endian; such a machine keeps rows in memory.
@@ -124,14 +157,22 @@ pub(crate) fn map_block(
     let path = block_path(dir, index);
     let header = header(dim, rows.len() / dim.max(1));
     let bytes: &[u8] = bytemuck::cast_slice(rows);
-    let written = match holds(&path, &header, bytes) {
+    let count = rows.len() / dim.max(1);
+    if keys.len() != count * ROW_KEY_BYTES || codes.len() != count * code_words(dim) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "a vector block needs one key and one code per row",
+        ));
+    }
+    let codes: &[u8] = bytemuck::cast_slice(codes);
+    let written = match holds(&path, &[&header, bytes, keys, codes]) {
         Ok(true) => false,
         Ok(false) => true,
         Err(e) if e.kind() == io::ErrorKind::NotFound => true,
         Err(e) => return Err(e),
     };
     if written {
-        write_derived(&path, &[&header, bytes])?;
+        write_derived(&path, &[&header, bytes, keys, codes])?;
     }
     let file = File::open(&path)?;
     // SAFETY: the mapped file is only ever written whole under a temporary
@@ -161,14 +202,93 @@ pub(crate) fn map_block(
     Ok((Arc::new(MappedRows { map, file }), written))
 }
 
-/// Whether the file at `path` is exactly `header` then `bytes`.
-fn holds(path: &Path, header: &[u8], bytes: &[u8]) -> io::Result<bool> {
+/// A block's file as an open adopts it ([`open_block`]): its rows mapped
+/// (and not read), its rows' keys and sign codes read.
+#[derive(Debug)]
+pub(crate) struct BlockFile {
+    pub(crate) mapped: Arc<MappedRows>,
+    pub(crate) keys: Vec<u8>,
+    pub(crate) codes: Vec<u64>,
+}
+
+/// Block `index`'s file in `dir`, when its header says it holds `rows`
+/// rows `dim` wide (`None` when there is no such file), for an open that
+/// adopts the block's rows by key. Reads the keys and codes only.
+pub(crate) fn open_block(
+    dir: &Path,
+    index: usize,
+    dim: usize,
+    rows: usize,
+) -> io::Result<Option<BlockFile>> {
+    if cfg!(target_endian = "big") {
+        return Ok(None);
+    }
+    let path = block_path(dir, index);
+    let mut file = match File::open(&path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let len = rows * dim * size_of::<f32>();
+    let keys_len = rows * ROW_KEY_BYTES;
+    let words = rows * code_words(dim);
+    let size = HEADER + len + keys_len + words * size_of::<u64>();
+    if file.metadata()?.len() != size as u64 || len == 0 {
+        return Ok(None);
+    }
+    let mut found = vec![0u8; HEADER];
+    file.read_exact(&mut found)?;
+    if found != header(dim, rows) {
+        return Ok(None);
+    }
+    let mut keys = vec![0u8; keys_len];
+    let mut codes = vec![0u64; words];
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileExt;
+        file.read_exact_at(&mut keys, (HEADER + len) as u64)?;
+        file.read_exact_at(
+            bytemuck::cast_slice_mut(&mut codes),
+            (HEADER + len + keys_len) as u64,
+        )?;
+    }
+    #[cfg(not(unix))]
+    {
+        use std::io::{Seek, SeekFrom};
+        file.seek(SeekFrom::Start((HEADER + len) as u64))?;
+        file.read_exact(&mut keys)?;
+        file.read_exact(bytemuck::cast_slice_mut(&mut codes))?;
+    }
+    // SAFETY: as in `map_block`: the file is only ever replaced whole.
+    let map = unsafe {
+        MmapOptions::new()
+            .offset(HEADER as u64)
+            .len(len)
+            .map(&file)?
+    };
+    if bytemuck::try_cast_slice::<u8, f32>(&map[..]).map(<[f32]>::len) != Ok(rows * dim) {
+        return Ok(None);
+    }
+    // As `map_block` advises its mappings.
+    #[cfg(unix)]
+    map.advise(memmap2::Advice::Random)?;
+    #[cfg(target_os = "linux")]
+    map.advise(memmap2::Advice::NoHugePage)?;
+    Ok(Some(BlockFile {
+        mapped: Arc::new(MappedRows { map, file }),
+        keys,
+        codes,
+    }))
+}
+
+/// Whether the file at `path` is exactly `parts`, one after the other.
+fn holds(path: &Path, parts: &[&[u8]]) -> io::Result<bool> {
     let mut file = File::open(path)?;
-    if file.metadata()?.len() != (header.len() + bytes.len()) as u64 {
+    if file.metadata()?.len() != parts.iter().map(|p| p.len() as u64).sum::<u64>() {
         return Ok(false);
     }
     let mut buffer = vec![0u8; COMPARE_CHUNK];
-    for expected in std::iter::once(header).chain(bytes.chunks(COMPARE_CHUNK)) {
+    for expected in parts.iter().flat_map(|p| p.chunks(COMPARE_CHUNK)) {
         let read = &mut buffer[..expected.len()];
         file.read_exact(read)?;
         if read != expected {
@@ -215,7 +335,9 @@ mod tests {
     fn released_pages_leave_the_resident_set_and_read_the_same() {
         let dir = tempfile::tempdir().unwrap();
         let rows: Vec<f32> = (0..256 * 1024).map(|x| x as f32).collect();
-        let (mapped, _) = map_block(dir.path(), 0, 256, &rows).unwrap();
+        let keys = vec![7u8; 1024 * ROW_KEY_BYTES];
+        let codes = vec![3u64; 1024 * 4];
+        let (mapped, _) = map_block(dir.path(), 0, 256, &rows, &keys, &codes).unwrap();
         let path = block_path(dir.path(), 0);
         let sum: f64 = mapped.rows().iter().map(|x| f64::from(*x)).sum();
         assert!(resident_kib(&path) >= 1024, "a full read maps the rows in");
@@ -232,7 +354,9 @@ mod tests {
     fn a_block_is_written_once_then_found_and_a_changed_file_is_written_again() {
         let dir = tempfile::tempdir().unwrap();
         let rows: Vec<f32> = (0..64).map(|x| x as f32 * 0.5).collect();
-        let (mapped, written) = map_block(dir.path(), 3, 8, &rows).unwrap();
+        let keys: Vec<u8> = (0..8 * ROW_KEY_BYTES).map(|x| x as u8).collect();
+        let codes: Vec<u64> = (0..8).collect();
+        let (mapped, written) = map_block(dir.path(), 3, 8, &rows, &keys, &codes).unwrap();
         assert!(written);
         assert_eq!(mapped.rows(), &rows[..]);
         let mut out = [0f32; 8];
@@ -240,10 +364,10 @@ mod tests {
         let path = block_path(dir.path(), 3);
         assert_eq!(
             std::fs::metadata(&path).unwrap().len(),
-            (HEADER + 4 * rows.len()) as u64
+            (HEADER + 4 * rows.len() + keys.len() + 8 * codes.len()) as u64
         );
 
-        let (again, written) = map_block(dir.path(), 3, 8, &rows).unwrap();
+        let (again, written) = map_block(dir.path(), 3, 8, &rows, &keys, &codes).unwrap();
         assert!(!written, "a file holding the rows is used as it is");
         assert_eq!(again.rows(), &rows[..]);
 
@@ -255,7 +379,7 @@ mod tests {
         let damaged = dir.path().join("damaged");
         std::fs::write(&damaged, &bytes).unwrap();
         std::fs::rename(&damaged, &path).unwrap();
-        let (fixed, written) = map_block(dir.path(), 3, 8, &rows).unwrap();
+        let (fixed, written) = map_block(dir.path(), 3, 8, &rows, &keys, &codes).unwrap();
         assert!(written);
         assert_eq!(fixed.rows(), &rows[..]);
         // The mapping made before the rewrite still reads its own rows.
@@ -263,9 +387,27 @@ mod tests {
 
         // Other rows at the same index replace the file.
         let other: Vec<f32> = rows.iter().map(|x| -x).collect();
-        let (replaced, written) = map_block(dir.path(), 3, 8, &other).unwrap();
+        let (replaced, written) = map_block(dir.path(), 3, 8, &other, &keys, &codes).unwrap();
         assert!(written);
         assert_eq!(replaced.rows(), &other[..]);
         assert_eq!(fixed.rows(), &rows[..]);
+
+        // Other keys or codes for the same rows replace it too, and an open
+        // reads the keys and codes back, from a file of the rows it asks
+        // for only.
+        let other_keys: Vec<u8> = keys.iter().map(|k| k ^ 1).collect();
+        let (_, written) = map_block(dir.path(), 3, 8, &other, &other_keys, &codes).unwrap();
+        assert!(written);
+        let other_codes: Vec<u64> = codes.iter().map(|c| c + 1).collect();
+        let (_, written) = map_block(dir.path(), 3, 8, &other, &other_keys, &other_codes).unwrap();
+        assert!(written);
+        let opened = open_block(dir.path(), 3, 8, 8).unwrap().unwrap();
+        assert_eq!(opened.mapped.rows(), &other[..]);
+        assert_eq!((opened.keys, opened.codes), (other_keys, other_codes));
+        assert!(open_block(dir.path(), 3, 8, 9).unwrap().is_none());
+        assert!(open_block(dir.path(), 3, 4, 8).unwrap().is_none());
+        assert!(open_block(dir.path(), 4, 8, 8).unwrap().is_none());
+        assert!(map_block(dir.path(), 3, 8, &rows, &keys[1..], &codes).is_err());
+        assert!(map_block(dir.path(), 3, 8, &rows, &keys, &codes[1..]).is_err());
     }
 }

@@ -79,6 +79,12 @@ pub struct StoreOptions {
     pub flush_every: usize,
     /// Table flushes between background compactions of small fragments. Default 16.
     pub compact_every: usize,
+    /// Memory rows read from the tables at open come without their
+    /// vectors (the `vector` column is not read), for a caller that keeps
+    /// them elsewhere and reads the few it lacks with
+    /// [`Store::memory_vectors`]. Rows from the log keep theirs. Default
+    /// false.
+    pub elide_vectors: bool,
 }
 
 impl StoreOptions {
@@ -90,6 +96,7 @@ impl StoreOptions {
             dim,
             flush_every: DEFAULT_FLUSH_EVERY,
             compact_every: 16,
+            elide_vectors: false,
         }
     }
 }
@@ -587,6 +594,24 @@ impl Store {
     /// Bytes in the write-ahead log.
     pub fn wal_bytes(&self) -> u64 {
         self.log.len()
+    }
+
+    /// The vectors of the memories whose sequence numbers are `seqs`, for
+    /// those that have one in the tables, as `(seq, vector)`: the rows an
+    /// open with [`StoreOptions::elide_vectors`] handed over without them
+    /// and the caller could not find elsewhere. Reads the memories table
+    /// from the lowest of `seqs` on.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use recall_indexer::{Store, StoreOptions};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let (store, _) = Store::open(StoreOptions::new(dir.path(), 4)).await.unwrap();
+    /// assert!(store.memory_vectors(&[1, 2]).await.unwrap().is_empty());
+    /// # });
+    /// ```
+    pub async fn memory_vectors(&self, seqs: &[u64]) -> Result<Vec<(u64, Vec<f32>)>> {
+        self.tables.memory_vectors(seqs).await
     }
 
     /// The data directory.

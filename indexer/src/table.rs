@@ -320,13 +320,31 @@ impl Tables {
     /// and hands each batch's rows to `each`: opening a large store then
     /// holds one batch's rows besides what `each` keeps, not every row and
     /// every batch at once.
+    ///
+    /// With `elide_vectors` the `vector` column is not read: the rows come
+    /// without vectors, for a caller that has them elsewhere
+    /// ([`Tables::memory_vectors`] reads those it lacks).
     pub(crate) async fn each_memory_batch(
         &self,
+        elide_vectors: bool,
         mut each: impl FnMut(Vec<MemoryRow>) -> Result<()>,
     ) -> Result<()> {
-        let mut batches = self
-            .memories
-            .query()
+        let mut query = self.memories.query();
+        if elide_vectors {
+            let schema = self
+                .memories
+                .schema()
+                .await
+                .map_err(IndexerError::lance(MEMORIES))?;
+            let columns: Vec<&str> = schema
+                .fields()
+                .iter()
+                .map(|f| f.name().as_str())
+                .filter(|name| *name != "vector")
+                .collect();
+            query = query.select(Select::columns(&columns));
+        }
+        let mut batches = query
             .execute()
             .await
             .map_err(IndexerError::lance(MEMORIES))?;
@@ -336,18 +354,62 @@ impl Tables {
             .map_err(IndexerError::lance(MEMORIES))?
         {
             let mut rows = Vec::with_capacity(batch.num_rows());
-            batch_to_memories(&batch, &mut rows)?;
+            batch_to_memories(&batch, self.dim, &mut rows)?;
             drop(batch);
             each(rows)?;
         }
         Ok(())
     }
 
+    /// The vectors of the memories whose sequence numbers are `seqs`
+    /// (those that have one), in scan order: what an open that elided the
+    /// `vector` column could not find elsewhere. Reads the rows from the
+    /// lowest of `seqs` on.
+    pub(crate) async fn memory_vectors(&self, seqs: &[u64]) -> Result<Vec<(u64, Vec<f32>)>> {
+        let Some(&lowest) = seqs.iter().min() else {
+            return Ok(Vec::new());
+        };
+        let wanted: std::collections::HashSet<u64> = seqs.iter().copied().collect();
+        let mut batches = self
+            .memories
+            .query()
+            .select(Select::columns(&["seq", "vector"]))
+            .only_if(format!("seq >= {lowest}"))
+            .execute()
+            .await
+            .map_err(IndexerError::lance(MEMORIES))?;
+        let mut out = Vec::new();
+        while let Some(batch) = batches
+            .try_next()
+            .await
+            .map_err(IndexerError::lance(MEMORIES))?
+        {
+            let c = Columns {
+                batch: &batch,
+                table: MEMORIES,
+            };
+            let seq = c.u64("seq")?;
+            let vectors = c
+                .get("vector")?
+                .as_fixed_size_list_opt()
+                .ok_or_else(|| c.wrong("vector"))?;
+            for i in 0..batch.num_rows() {
+                if !wanted.contains(&seq.value(i)) {
+                    continue;
+                }
+                if let Some(vector) = vector_at(vectors, i, &c)? {
+                    out.push((seq.value(i), vector));
+                }
+            }
+        }
+        Ok(out)
+    }
+
     pub(crate) async fn load_memories(&self) -> Result<Vec<MemoryRow>> {
         let batches = scan(&self.memories, MEMORIES).await?;
         let mut rows = Vec::new();
         for batch in &batches {
-            batch_to_memories(batch, &mut rows)?;
+            batch_to_memories(batch, self.dim, &mut rows)?;
         }
         rows.sort_by_key(|r| r.seq);
         Ok(rows)

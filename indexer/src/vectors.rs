@@ -222,6 +222,12 @@ impl VectorSet {
         self.data.push(vector);
         self.codes.extend(sign_code(vector, self.words));
         self.owners.push(owner);
+        self.upkeep(placement);
+    }
+
+    /// The partitions' upkeep after a row was appended (see
+    /// [`VectorSet::push_placed`]).
+    fn upkeep(&mut self, placement: Option<Placement>) {
         if self.deferred {
             return;
         }

@@ -195,7 +195,7 @@ impl Store {
         let mut merge = Merge::new(side, from);
         if in_order {
             tables
-                .each_memory_batch(|rows| {
+                .each_memory_batch(options.elide_vectors, |rows| {
                     sink(merge.before_and(rows));
                     Ok(())
                 })

@@ -286,7 +286,14 @@ fn opt_str(array: &StringArray, i: usize) -> Option<String> {
     array.is_valid(i).then(|| array.value(i).to_string())
 }
 
-pub(super) fn batch_to_memories(batch: &RecordBatch, out: &mut Vec<MemoryRow>) -> Result<()> {
+/// The memory rows of `batch`, appended to `out`. A batch read without
+/// the `vector` column ([`crate::StoreOptions::elide_vectors`]) gives rows
+/// without vectors; `dim` is the table's vector width.
+pub(super) fn batch_to_memories(
+    batch: &RecordBatch,
+    dim: usize,
+    out: &mut Vec<MemoryRow>,
+) -> Result<()> {
     let c = Columns {
         batch,
         table: MEMORIES,
@@ -319,11 +326,15 @@ pub(super) fn batch_to_memories(batch: &RecordBatch, out: &mut Vec<MemoryRow>) -
         .get("elements")?
         .as_list_opt::<i32>()
         .ok_or_else(|| c.wrong("elements"))?;
-    let vectors = c
-        .get("vector")?
-        .as_fixed_size_list_opt()
-        .ok_or_else(|| c.wrong("vector"))?;
-    let dim = vectors.value_length() as usize;
+    let vectors = match batch.column_by_name("vector") {
+        Some(vectors) => Some(
+            vectors
+                .as_fixed_size_list_opt()
+                .ok_or_else(|| c.wrong("vector"))?,
+        ),
+        None => None,
+    };
+    let dim = vectors.map_or(dim, |v| v.value_length() as usize);
     let sentences = c
         .get(SENTENCES)?
         .as_binary_opt::<i32>()
@@ -333,7 +344,10 @@ pub(super) fn batch_to_memories(batch: &RecordBatch, out: &mut Vec<MemoryRow>) -
         let element_values = element_values
             .as_string_opt::<i32>()
             .ok_or_else(|| c.wrong("elements"))?;
-        let vector = vector_at(vectors, i, &c)?;
+        let vector = match vectors {
+            Some(vectors) => vector_at(vectors, i, &c)?,
+            None => None,
+        };
         let sentences = sentences_at(sentences, i, dim, &c)?;
         out.push(MemoryRow {
             seq: seq.value(i),
