@@ -169,10 +169,9 @@ fn saved_rows(data: &Path, tenant: &str) -> Option<usize> {
 
 /// Before an open folds `records`: each tenant they bring that the state
 /// does not hold yet gets room for as many memories as its saved
-/// partitions say it had ([`State::reserve_tenant`]), and, when that is
-/// enough for vector files (`from` rows), its vector sets adopt the files
-/// that hold their rows instead of holding them in memory first
-/// ([`VectorSet::adopt_files_from`]).
+/// partitions say it had ([`State::reserve_tenant`]), and, unless that is
+/// too few for vector files (`from` rows), its whole vectors adopt the
+/// block files that hold their rows ([`VectorSet::adopt_files_from`]).
 pub(crate) fn prepare_new_tenants(data: &Path, state: &mut State, records: &[Record], from: usize) {
     let mut last: Option<&str> = None;
     for record in records {
@@ -187,15 +186,17 @@ pub(crate) fn prepare_new_tenants(data: &Path, state: &mut State, records: &[Rec
         if state.tenants.contains_key(&row.tenant) {
             continue;
         }
-        let Some(rows) = saved_rows(data, &row.tenant) else {
-            continue;
-        };
-        state.reserve_tenant(&row.tenant, rows);
+        let rows = saved_rows(data, &row.tenant);
+        state.reserve_tenant(&row.tenant, rows.unwrap_or(0));
         // Only the whole vectors: the sentence vectors are read with
-        // their rows (rare, and no key names one sentence of several).
-        if let Some(t) = state.tenants.get_mut(&row.tenant).filter(|_| rows >= from) {
-            t.vectors
-                .adopt_files_from(&vectors_dir(data, &row.tenant, SETS[0]));
+        // their rows (rare, and no key names one sentence of several). A
+        // tenant below `from` keeps its rows in memory, as it would grow.
+        let dir = vectors_dir(data, &row.tenant, SETS[0]);
+        if rows.is_some_and(|rows| rows < from) || !dir.is_dir() {
+            continue;
+        }
+        if let Some(t) = state.tenants.get_mut(&row.tenant) {
+            t.vectors.adopt_files_from(&dir);
         }
     }
 }

@@ -747,29 +747,27 @@ impl Engine {
 }
 
 /// After an open's fold of rows read without their vectors: the vectors no
-/// file row stood for, read from the tables and applied in sequence order
-/// (at a million memories with their files in place, the last partial
-/// block's).
+/// file row stood for (at a million memories with their files in place,
+/// the last partial block's), read from the tables a batch at a time and
+/// applied as they come (in sequence order, as the table holds them).
 async fn read_elided_vectors(store: &Store, state: &mut State) -> Result<()> {
     let wanted = state.take_vectors_to_read();
     if wanted.is_empty() {
         return Ok(());
     }
     let seqs: Vec<u64> = wanted.iter().map(|(seq, ..)| *seq).collect();
-    let mut read = store.memory_vectors(&seqs).await?;
-    read.sort_unstable_by_key(|(seq, _)| *seq);
-    tracing::debug!(
-        wanted = wanted.len(),
-        read = read.len(),
-        "vectors no file held"
-    );
-    let mut read = read.into_iter().peekable();
-    for (seq, tenant, index) in wanted {
-        while read.next_if(|(s, _)| *s < seq).is_some() {}
-        if let Some((_, vector)) = read.next_if(|(s, _)| *s == seq) {
-            state.apply_read_vector(&tenant, index, &vector);
-        }
-    }
+    let mut read = 0;
+    store
+        .each_memory_vector(&seqs, |seq, vector| {
+            // `wanted` is in sequence order.
+            if let Ok(at) = wanted.binary_search_by_key(&seq, |(s, ..)| *s) {
+                let (_, tenant, index) = &wanted[at];
+                state.apply_read_vector(tenant, *index, &vector);
+                read += 1;
+            }
+        })
+        .await?;
+    tracing::debug!(wanted = wanted.len(), read, "vectors no file held");
     Ok(())
 }
 

@@ -596,22 +596,29 @@ impl Store {
         self.log.len()
     }
 
-    /// The vectors of the memories whose sequence numbers are `seqs`, for
-    /// those that have one in the tables, as `(seq, vector)`: the rows an
-    /// open with [`StoreOptions::elide_vectors`] handed over without them
-    /// and the caller could not find elsewhere. Reads the memories table
-    /// from the lowest of `seqs` on.
+    /// Hands `each` the vectors of the memories whose sequence numbers
+    /// are `seqs`, for those that have one in the tables, as `(seq,
+    /// vector)`, a table batch at a time: the rows an open with
+    /// [`StoreOptions::elide_vectors`] handed over without them and the
+    /// caller could not find elsewhere. Reads the memories table from the
+    /// lowest of `seqs` on.
     ///
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
     /// use recall_indexer::{Store, StoreOptions};
     /// let dir = tempfile::tempdir().unwrap();
     /// let (store, _) = Store::open(StoreOptions::new(dir.path(), 4)).await.unwrap();
-    /// assert!(store.memory_vectors(&[1, 2]).await.unwrap().is_empty());
+    /// let mut found = 0;
+    /// store.each_memory_vector(&[1, 2], |_, _| found += 1).await.unwrap();
+    /// assert_eq!(found, 0);
     /// # });
     /// ```
-    pub async fn memory_vectors(&self, seqs: &[u64]) -> Result<Vec<(u64, Vec<f32>)>> {
-        self.tables.memory_vectors(seqs).await
+    pub async fn each_memory_vector(
+        &self,
+        seqs: &[u64],
+        each: impl FnMut(u64, Vec<f32>),
+    ) -> Result<()> {
+        self.tables.each_memory_vector(seqs, each).await
     }
 
     /// The data directory.

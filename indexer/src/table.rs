@@ -361,13 +361,17 @@ impl Tables {
         Ok(())
     }
 
-    /// The vectors of the memories whose sequence numbers are `seqs`
-    /// (those that have one), in scan order: what an open that elided the
-    /// `vector` column could not find elsewhere. Reads the rows from the
-    /// lowest of `seqs` on.
-    pub(crate) async fn memory_vectors(&self, seqs: &[u64]) -> Result<Vec<(u64, Vec<f32>)>> {
+    /// Hands `each` the vectors of the memories whose sequence numbers
+    /// are `seqs` (those that have one), in scan order, a batch at a time:
+    /// what an open that elided the `vector` column could not find
+    /// elsewhere. Reads the rows from the lowest of `seqs` on.
+    pub(crate) async fn each_memory_vector(
+        &self,
+        seqs: &[u64],
+        mut each: impl FnMut(u64, Vec<f32>),
+    ) -> Result<()> {
         let Some(&lowest) = seqs.iter().min() else {
-            return Ok(Vec::new());
+            return Ok(());
         };
         let wanted: std::collections::HashSet<u64> = seqs.iter().copied().collect();
         let mut batches = self
@@ -378,7 +382,6 @@ impl Tables {
             .execute()
             .await
             .map_err(IndexerError::lance(MEMORIES))?;
-        let mut out = Vec::new();
         while let Some(batch) = batches
             .try_next()
             .await
@@ -398,11 +401,11 @@ impl Tables {
                     continue;
                 }
                 if let Some(vector) = vector_at(vectors, i, &c)? {
-                    out.push((seq.value(i), vector));
+                    each(seq.value(i), vector);
                 }
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     pub(crate) async fn load_memories(&self) -> Result<Vec<MemoryRow>> {
