@@ -323,7 +323,7 @@ impl Tables {
     ///
     /// With `elide_vectors` the `vector` column is not read: the rows come
     /// without vectors, for a caller that has them elsewhere
-    /// ([`Tables::memory_vectors`] reads those it lacks).
+    /// ([`Tables::each_memory_vector`] reads those it lacks).
     pub(crate) async fn each_memory_batch(
         &self,
         elide_vectors: bool,
@@ -344,21 +344,13 @@ impl Tables {
                 .collect();
             query = query.select(Select::columns(&columns));
         }
-        let mut batches = query
-            .execute()
-            .await
-            .map_err(IndexerError::lance(MEMORIES))?;
-        while let Some(batch) = batches
-            .try_next()
-            .await
-            .map_err(IndexerError::lance(MEMORIES))?
-        {
+        each_batch(query, MEMORIES, |batch| {
             let mut rows = Vec::with_capacity(batch.num_rows());
             batch_to_memories(&batch, self.dim, &mut rows)?;
             drop(batch);
-            each(rows)?;
-        }
-        Ok(())
+            each(rows)
+        })
+        .await
     }
 
     /// Hands `each` the vectors of the memories whose sequence numbers
@@ -374,19 +366,12 @@ impl Tables {
             return Ok(());
         };
         let wanted: std::collections::HashSet<u64> = seqs.iter().copied().collect();
-        let mut batches = self
+        let query = self
             .memories
             .query()
             .select(Select::columns(&["seq", "vector"]))
-            .only_if(format!("seq >= {lowest}"))
-            .execute()
-            .await
-            .map_err(IndexerError::lance(MEMORIES))?;
-        while let Some(batch) = batches
-            .try_next()
-            .await
-            .map_err(IndexerError::lance(MEMORIES))?
-        {
+            .only_if(format!("seq >= {lowest}"));
+        each_batch(query, MEMORIES, |batch| {
             let c = Columns {
                 batch: &batch,
                 table: MEMORIES,
@@ -404,8 +389,9 @@ impl Tables {
                     each(seq.value(i), vector);
                 }
             }
-        }
-        Ok(())
+            Ok(())
+        })
+        .await
     }
 
     pub(crate) async fn load_memories(&self) -> Result<Vec<MemoryRow>> {
@@ -668,6 +654,23 @@ fn seqs_of<'b>(batch: &'b RecordBatch, name: &str) -> Result<&'b UInt64Array> {
         .column_by_name("seq")
         .and_then(|c| c.as_primitive_opt::<UInt64Type>())
         .ok_or_else(|| IndexerError::corrupt(name, "seq column missing or not u64"))
+}
+
+/// Runs `query` on table `name`, handing `each` its batches as they come.
+async fn each_batch(
+    query: lancedb::query::Query,
+    name: &str,
+    mut each: impl FnMut(RecordBatch) -> Result<()>,
+) -> Result<()> {
+    let mut batches = query.execute().await.map_err(IndexerError::lance(name))?;
+    while let Some(batch) = batches
+        .try_next()
+        .await
+        .map_err(IndexerError::lance(name))?
+    {
+        each(batch)?;
+    }
+    Ok(())
 }
 
 async fn scan(table: &Table, name: &str) -> Result<Vec<RecordBatch>> {

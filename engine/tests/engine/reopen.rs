@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use recall::{Config, Engine, Kind, ModelSource, NewMemory};
-use recall_datasets::{near_copy, synthetic_corpus};
+use recall_datasets::{SyntheticMemory, near_copy, synthetic_corpus};
 use uuid::Uuid;
 
 use super::{BANK, TENANT, t0};
@@ -23,6 +23,19 @@ fn config(dir: &Path) -> Config {
     )));
     config.write.vector_files_from = BLOCK_ROWS;
     config
+}
+
+/// Remembers each of `memories` in `tenant`, one write at a time.
+async fn remember_each(engine: &Engine, tenant: &str, prefix: &str, memories: &[SyntheticMemory]) {
+    for (i, m) in memories.iter().enumerate() {
+        engine
+            .remember(
+                NewMemory::new(tenant, BANK, Kind::Note, format!("{prefix} {i}"))
+                    .vector(m.vector.clone()),
+            )
+            .await
+            .unwrap();
+    }
 }
 
 /// Each query's hits in `tenant` as `(id, score)`, at one fixed time.
@@ -88,18 +101,13 @@ async fn an_open_that_takes_vectors_from_their_files_answers_as_one_that_reads_t
             .import(items, recall::IMPORT_BATCH, |_| {})
             .await
             .unwrap();
-        for (i, m) in corpus[BLOCK_ROWS + 300..BLOCK_ROWS + 340]
-            .iter()
-            .enumerate()
-        {
-            engine
-                .remember(
-                    NewMemory::new(SMALL, BANK, Kind::Note, format!("small {i}"))
-                        .vector(m.vector.clone()),
-                )
-                .await
-                .unwrap();
-        }
+        remember_each(
+            &engine,
+            SMALL,
+            "small",
+            &corpus[BLOCK_ROWS + 300..BLOCK_ROWS + 340],
+        )
+        .await;
         engine.close().await.unwrap();
     }
     let block = dir
@@ -116,15 +124,7 @@ async fn an_open_that_takes_vectors_from_their_files_answers_as_one_that_reads_t
     // Written after the files: rows past the last block.
     {
         let engine = Engine::open(config(dir.path())).await.unwrap();
-        for (i, m) in corpus[BLOCK_ROWS + 340..].iter().enumerate() {
-            engine
-                .remember(
-                    NewMemory::new(TENANT, BANK, Kind::Note, format!("later {i}"))
-                        .vector(m.vector.clone()),
-                )
-                .await
-                .unwrap();
-        }
+        remember_each(&engine, TENANT, "later", &corpus[BLOCK_ROWS + 340..]).await;
         engine.close().await.unwrap();
     }
     let picks = [
