@@ -15,7 +15,7 @@
 //! ([`crate::write_derived`]), never changed in place.
 
 use std::fs::File;
-use std::io::{self, Read};
+use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -175,30 +175,7 @@ pub(crate) fn map_block(
         write_derived(&path, &[&header, bytes, keys, codes])?;
     }
     let file = File::open(&path)?;
-    // SAFETY: the mapped file is only ever written whole under a temporary
-    // name and renamed into place, by the process holding the store's
-    // lock; nothing writes or truncates it in place. A rewrite or an
-    // erasure replaces or unlinks the name, which leaves a live mapping's
-    // inode as it was. (Another program truncating it under us would end
-    // the process, as it would for tantivy's mapped index files.)
-    let map = unsafe {
-        MmapOptions::new()
-            .offset(HEADER as u64)
-            .len(bytes.len())
-            .map(&file)?
-    };
-    if bytemuck::try_cast_slice::<u8, f32>(&map[..]).map(<[f32]>::len) != Ok(rows.len()) {
-        return Err(io::Error::other(
-            "vector block mapping is misaligned or short",
-        ));
-    }
-    // Scans read a few rows here and there: no read-ahead of neighbours
-    // the query does not need, and no huge pages, which map 2 MiB of the
-    // file into the process for one 1.5 KiB row.
-    #[cfg(unix)]
-    map.advise(memmap2::Advice::Random)?;
-    #[cfg(target_os = "linux")]
-    map.advise(memmap2::Advice::NoHugePage)?;
+    let map = map_rows(&file, rows.len())?;
     Ok((Arc::new(MappedRows { map, file }), written))
 }
 
@@ -211,6 +188,63 @@ pub(crate) struct BlockFile {
     pub(crate) codes: Vec<u64>,
 }
 
+/// Maps the `values` `f32`s after the header of a block's `file`,
+/// advised for scans that read a few rows here and there: no read-ahead of
+/// neighbours the query does not need, and no huge pages, which map 2 MiB
+/// of the file into the process for one 1.5 KiB row.
+fn map_rows(file: &File, values: usize) -> io::Result<Mmap> {
+    // SAFETY: the mapped file is only ever written whole under a temporary
+    // name and renamed into place, by the process holding the store's
+    // lock; nothing writes or truncates it in place. A rewrite or an
+    // erasure replaces or unlinks the name, which leaves a live mapping's
+    // inode as it was. (Another program truncating it under us would end
+    // the process, as it would for tantivy's mapped index files.)
+    let map = unsafe {
+        MmapOptions::new()
+            .offset(HEADER as u64)
+            .len(values * size_of::<f32>())
+            .map(file)?
+    };
+    if bytemuck::try_cast_slice::<u8, f32>(&map[..]).map(<[f32]>::len) != Ok(values) {
+        return Err(io::Error::other(
+            "vector block mapping is misaligned or short",
+        ));
+    }
+    #[cfg(unix)]
+    map.advise(memmap2::Advice::Random)?;
+    #[cfg(target_os = "linux")]
+    map.advise(memmap2::Advice::NoHugePage)?;
+    Ok(map)
+}
+
+/// Block `index`'s file in `dir`, opened past its header, when its size
+/// and header say it holds `rows` rows `dim` wide with their keys and
+/// codes (`None` when there is no such file).
+fn block_file(dir: &Path, index: usize, dim: usize, rows: usize) -> io::Result<Option<File>> {
+    if cfg!(target_endian = "big") || rows * dim == 0 {
+        return Ok(None);
+    }
+    let mut file = match File::open(block_path(dir, index)) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let size = HEADER
+        + rows * (dim * size_of::<f32>() + ROW_KEY_BYTES + code_words(dim) * size_of::<u64>());
+    if file.metadata()?.len() != size as u64 {
+        return Ok(None);
+    }
+    let mut found = vec![0u8; HEADER];
+    file.read_exact(&mut found)?;
+    Ok((found == header(dim, rows)).then_some(file))
+}
+
+/// Whether block `index`'s file in `dir` holds `rows` rows `dim` wide in
+/// this format (header and size only; nothing else is read).
+pub(crate) fn is_block_file(dir: &Path, index: usize, dim: usize, rows: usize) -> bool {
+    matches!(block_file(dir, index, dim, rows), Ok(Some(_)))
+}
+
 /// Block `index`'s file in `dir`, when its header says it holds `rows`
 /// rows `dim` wide (`None` when there is no such file), for an open that
 /// adopts the block's rows by key. Reads the keys and codes only.
@@ -220,60 +254,16 @@ pub(crate) fn open_block(
     dim: usize,
     rows: usize,
 ) -> io::Result<Option<BlockFile>> {
-    if cfg!(target_endian = "big") {
+    let Some(mut file) = block_file(dir, index, dim, rows)? else {
         return Ok(None);
-    }
-    let path = block_path(dir, index);
-    let mut file = match File::open(&path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
     };
-    let len = rows * dim * size_of::<f32>();
-    let keys_len = rows * ROW_KEY_BYTES;
-    let words = rows * code_words(dim);
-    let size = HEADER + len + keys_len + words * size_of::<u64>();
-    if file.metadata()?.len() != size as u64 || len == 0 {
-        return Ok(None);
-    }
-    let mut found = vec![0u8; HEADER];
-    file.read_exact(&mut found)?;
-    if found != header(dim, rows) {
-        return Ok(None);
-    }
-    let mut keys = vec![0u8; keys_len];
-    let mut codes = vec![0u64; words];
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileExt;
-        file.read_exact_at(&mut keys, (HEADER + len) as u64)?;
-        file.read_exact_at(
-            bytemuck::cast_slice_mut(&mut codes),
-            (HEADER + len + keys_len) as u64,
-        )?;
-    }
-    #[cfg(not(unix))]
-    {
-        use std::io::{Seek, SeekFrom};
-        file.seek(SeekFrom::Start((HEADER + len) as u64))?;
-        file.read_exact(&mut keys)?;
-        file.read_exact(bytemuck::cast_slice_mut(&mut codes))?;
-    }
-    // SAFETY: as in `map_block`: the file is only ever replaced whole.
-    let map = unsafe {
-        MmapOptions::new()
-            .offset(HEADER as u64)
-            .len(len)
-            .map(&file)?
-    };
-    if bytemuck::try_cast_slice::<u8, f32>(&map[..]).map(<[f32]>::len) != Ok(rows * dim) {
-        return Ok(None);
-    }
-    // As `map_block` advises its mappings.
-    #[cfg(unix)]
-    map.advise(memmap2::Advice::Random)?;
-    #[cfg(target_os = "linux")]
-    map.advise(memmap2::Advice::NoHugePage)?;
+    // Past the rows, which are mapped and not read.
+    file.seek(SeekFrom::Current((rows * dim * size_of::<f32>()) as i64))?;
+    let mut keys = vec![0u8; rows * ROW_KEY_BYTES];
+    let mut codes = vec![0u64; rows * code_words(dim)];
+    file.read_exact(&mut keys)?;
+    file.read_exact(bytemuck::cast_slice_mut(&mut codes))?;
+    let map = map_rows(&file, rows * dim)?;
     Ok(Some(BlockFile {
         mapped: Arc::new(MappedRows { map, file }),
         keys,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::blocks::{BLOCK_ROWS, BlockToken};
 use crate::error::{IndexerError, Result};
-use crate::mapped::{MappedRows, RowKey, map_block, open_block};
+use crate::mapped::{MappedRows, RowKey, is_block_file, map_block};
 
 use super::VectorSet;
 
@@ -80,7 +80,7 @@ impl VectorSet {
     /// [`VectorSet::adopt_files_from`] can adopt rows from by key (one
     /// written by [`VectorSet::map_to_files`], of this format).
     pub fn adoptable_files(dir: &Path, dim: usize) -> bool {
-        matches!(open_block(dir, 0, dim, BLOCK_ROWS), Ok(Some(_)))
+        is_block_file(dir, 0, dim, BLOCK_ROWS)
     }
 
     /// The key of the file row [`VectorSet::adopt_next`] would take, if
