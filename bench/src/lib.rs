@@ -13,7 +13,8 @@
 //!   corpus with known answers.
 //! - [`consolidation_eval`]: the default consolidation pass on a corpus
 //!   with known groups.
-//! - [`scale`]: speed against corpus size.
+//! - [`scale`]: speed against corpus size; [`lean`]: its `--lean` run for
+//!   sizes too large to hold twice (ten million memories).
 //! - [`open_probe`]: a store `scale` built, opened and recalled from in a
 //!   process of its own (open time and resident memory).
 //! - [`peers`]: recall beside LanceDB, tantivy and the exact scan.
@@ -27,6 +28,7 @@ pub mod commands;
 pub mod consolidation_eval;
 pub mod corpus_eval;
 pub mod eval;
+pub mod lean;
 pub mod metrics;
 pub mod nodes;
 pub mod open_probe;

@@ -18,7 +18,7 @@
 //! peak up to and including that size).
 
 use std::collections::HashSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use rayon::prelude::*;
@@ -73,10 +73,76 @@ pub struct ScaleArgs {
     /// `recall-bench open-probe --data DIR/<size> --queries …`.
     #[arg(long, value_name = "DIR")]
     pub keep: Option<PathBuf>,
+    /// Only what a size too large to hold twice allows (ten million
+    /// memories): the corpus streamed in, recalls timed, the open probe,
+    /// and the vector stage's exactness from a second pass after the
+    /// engine closed. No single writes, review queue, knowledge map,
+    /// throughput tables or consolidation (`lean.rs`).
+    #[arg(long)]
+    pub lean: bool,
+    /// With `--lean`: further probe shares at which the reopened store is
+    /// probed and the vector stage's exactness measured, each a row of
+    /// its own (comma-separated, e.g. 0.25,0.1).
+    #[arg(long, value_delimiter = ',', requires = "lean")]
+    pub reopen_probe_shares: Vec<f64>,
+}
+
+/// Memories generated beyond each size for the single writes timed after
+/// the import.
+pub(crate) const EXTRA_WRITES: usize = 200;
+
+/// Imports `n` memories as `recall import` writes them (calls of
+/// [`IMPORT_BATCH`], a flush at the end), with a progress bar unless
+/// `quiet`; returns the rate in memories/s and how long the table
+/// compaction and index merges the import left running took to finish
+/// (waited for, so that later timings do not share the cores with them).
+pub(crate) async fn import_timed<I>(
+    engine: &Engine,
+    memories: I,
+    n: usize,
+    quiet: bool,
+    mut committed: impl FnMut(&[Remembered]),
+) -> anyhow::Result<(f64, f64)>
+where
+    I: IntoIterator<Item = NewMemory>,
+    I::IntoIter: Send,
+{
+    let bar = crate::progress::bar(n as u64, "importing");
+    if quiet {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    let started = Instant::now();
+    engine
+        .import(memories, IMPORT_BATCH, |outcomes| {
+            committed(outcomes);
+            bar.inc(outcomes.len() as u64);
+        })
+        .await?;
+    engine.flush().await?;
+    let rate = n as f64 / started.elapsed().as_secs_f64();
+    let settling = Instant::now();
+    engine.wait_for_maintenance().await?;
+    let settle_s = settling.elapsed().as_secs_f64();
+    bar.finish_and_clear();
+    Ok((rate, settle_s))
+}
+
+/// Where size `n`'s store goes: `keep/<n>` (emptied first) when asked to
+/// keep it, else inside `temp`.
+pub(crate) fn store_dir(keep: Option<&Path>, temp: &Path, n: usize) -> anyhow::Result<PathBuf> {
+    let Some(keep) = keep else {
+        return Ok(temp.join("store"));
+    };
+    let dir = keep.join(n.to_string());
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)?;
+    }
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
 }
 
 /// Corpus item `i` as a write, with sentence vectors when asked.
-fn write_of(i: usize, m: &SyntheticMemory, sentence_vectors: bool) -> NewMemory {
+pub(crate) fn write_of(i: usize, m: &SyntheticMemory, sentence_vectors: bool) -> NewMemory {
     if sentence_vectors {
         with_sentence_vectors(i, m)
     } else {
@@ -295,52 +361,30 @@ pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
         probe_share: args.probe_share,
         ..ScanConfig::default()
     };
+    if args.lean {
+        return crate::lean::lean_scale_command(args, scan).await;
+    }
     for &n in &args.sizes {
         let temp = tempfile::tempdir()?;
-        let dir = match &args.keep {
-            Some(keep) => {
-                let dir = keep.join(n.to_string());
-                if dir.exists() {
-                    std::fs::remove_dir_all(&dir)?;
-                }
-                std::fs::create_dir_all(&dir)?;
-                dir
-            }
-            None => temp.path().join("store"),
-        };
+        let dir = store_dir(args.keep.as_deref(), temp.path(), n)?;
         let scoring = ScoringConfig {
             scan,
             ..ScoringConfig::default()
         };
         let engine = Engine::open(bench_config(&dir).scoring(scoring)).await?;
-        let data = corpus(n + 200);
+        let data = corpus(n + EXTRA_WRITES);
         let (base, extra) = data.split_at(n);
-        let bar = crate::progress::bar(n as u64, "importing");
-        if args.quiet {
-            bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
-        }
-        let started = Instant::now();
         let mut ids = Vec::with_capacity(n);
-        engine
-            .import(
-                base.iter()
-                    .enumerate()
-                    .map(|(i, m)| write_of(i, m, args.sentence_vectors)),
-                IMPORT_BATCH,
-                |outcomes| {
-                    ids.extend(outcomes.iter().map(Remembered::id));
-                    bar.inc(outcomes.len() as u64);
-                },
-            )
-            .await?;
-        engine.flush().await?;
-        let import_rate = n as f64 / started.elapsed().as_secs_f64();
-        // The import's last table compaction and index merges may still
-        // run: timings below would share the cores with them.
-        let settling = Instant::now();
-        engine.wait_for_maintenance().await?;
-        let settle_s = settling.elapsed().as_secs_f64();
-        bar.finish_and_clear();
+        let (import_rate, settle_s) = import_timed(
+            &engine,
+            base.iter()
+                .enumerate()
+                .map(|(i, m)| write_of(i, m, args.sentence_vectors)),
+            n,
+            args.quiet,
+            |outcomes| ids.extend(outcomes.iter().map(Remembered::id)),
+        )
+        .await?;
 
         let mut remember_ms = Vec::new();
         for (i, m) in extra[..100].iter().enumerate() {

@@ -8,7 +8,7 @@ use std::time::Instant;
 use recall::{
     Config, Engine, HashEmbedder, Kind, ModelSource, NewMemory, ProposalPolicy, Remembered,
 };
-use recall_datasets::{SyntheticMemory, query_near, synthetic_corpus};
+use recall_datasets::{SyntheticCorpus, SyntheticMemory, query_near};
 use uuid::Uuid;
 
 /// Vector width of the default model, used for speed runs.
@@ -34,7 +34,12 @@ pub fn bench_config(dir: &Path) -> Config {
 
 /// The bench corpus: `n` memories over `n / 50` topics, seed 42.
 pub fn corpus(n: usize) -> Vec<SyntheticMemory> {
-    synthetic_corpus(42, n, DIM, (n / 50).max(10))
+    bench_corpus(n).collect()
+}
+
+/// [`corpus`] one item at a time, for runs too large to hold it.
+pub fn bench_corpus(n: usize) -> SyntheticCorpus {
+    SyntheticCorpus::new(42, n, DIM, (n / 50).max(10))
 }
 
 /// The corpus item as a write.

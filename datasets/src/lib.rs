@@ -25,7 +25,7 @@ pub mod longmemeval;
 pub mod probes;
 pub mod synthetic;
 
-pub use synthetic::{SyntheticMemory, near_copy, query_near, synthetic_corpus};
+pub use synthetic::{SyntheticCorpus, SyntheticMemory, near_copy, query_near, synthetic_corpus};
 
 /// What can go wrong reading an evaluation file.
 #[derive(Debug, thiserror::Error)]

@@ -94,7 +94,8 @@ pub(crate) fn unit_vector(rng: &mut ChaCha8Rng, dim: usize) -> Vec<f32> {
 /// `n` memories over `topics` clusters of `dim`-wide vectors. Each vector is
 /// its topic centroid plus noise (cosine to the centroid ≈ 0.6–0.8), so
 /// nearest-neighbour structure resembles real embeddings more than uniform
-/// noise does. Deterministic in `seed`.
+/// noise does. Deterministic in `seed`; the same items as
+/// [`SyntheticCorpus`] yields one at a time.
 ///
 /// ```
 /// let a = recall_datasets::synthetic_corpus(7, 50, 16, 5);
@@ -103,45 +104,91 @@ pub(crate) fn unit_vector(rng: &mut ChaCha8Rng, dim: usize) -> Vec<f32> {
 /// assert_eq!(a.len(), 50);
 /// ```
 pub fn synthetic_corpus(seed: u64, n: usize, dim: usize, topics: usize) -> Vec<SyntheticMemory> {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let centroids: Vec<Vec<f32>> = (0..topics.max(1))
-        .map(|_| unit_vector(&mut rng, dim))
-        .collect();
-    (0..n)
-        .map(|i| {
-            let topic = rng.random_range(0..centroids.len());
-            let noise = unit_vector(&mut rng, dim);
-            let vector = unit(
-                centroids[topic]
-                    .iter()
-                    .zip(&noise)
-                    .map(|(c, e)| c + 0.9 * e)
-                    .collect(),
-            );
-            let svc = SERVICES[rng.random_range(0..SERVICES.len())];
-            let (kind, template) = TEMPLATES[rng.random_range(0..TEMPLATES.len())];
-            let content = template
-                .replace("{svc_lower}", &svc.to_lowercase())
-                .replace("{svc}", svc)
-                .replace("{thing}", THINGS[rng.random_range(0..THINGS.len())])
-                .replace("{unit}", UNITS[rng.random_range(0..UNITS.len())])
-                .replace("{code}", &format!("E{}", 1000 + rng.random_range(0..9000)))
-                .replace("{n}", &rng.random_range(2..500).to_string())
-                + &format!(" (ref #{i})");
-            SyntheticMemory {
-                bank: if i % 5 == 0 {
-                    "org".to_string()
-                } else {
-                    format!("repo:{}", svc.to_lowercase())
-                },
-                kind,
-                content,
-                element: svc.to_string(),
-                vector,
-            }
-        })
-        .collect()
+    SyntheticCorpus::new(seed, n, dim, topics).collect()
 }
+
+/// [`synthetic_corpus`] as an iterator: one item at a time, so a run over
+/// ten million memories never holds them all (their vectors alone would
+/// be 15 GB). Only the topic centroids are kept.
+///
+/// ```
+/// use recall_datasets::{SyntheticCorpus, synthetic_corpus};
+/// let streamed: Vec<_> = SyntheticCorpus::new(7, 50, 16, 5).collect();
+/// assert_eq!(streamed, synthetic_corpus(7, 50, 16, 5));
+/// ```
+#[derive(Debug, Clone)]
+pub struct SyntheticCorpus {
+    rng: ChaCha8Rng,
+    centroids: Vec<Vec<f32>>,
+    next: usize,
+    n: usize,
+}
+
+impl SyntheticCorpus {
+    /// The corpus of `n` items (see [`synthetic_corpus`]).
+    pub fn new(seed: u64, n: usize, dim: usize, topics: usize) -> SyntheticCorpus {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let centroids = (0..topics.max(1))
+            .map(|_| unit_vector(&mut rng, dim))
+            .collect();
+        SyntheticCorpus {
+            rng,
+            centroids,
+            next: 0,
+            n,
+        }
+    }
+}
+
+impl Iterator for SyntheticCorpus {
+    type Item = SyntheticMemory;
+
+    fn next(&mut self) -> Option<SyntheticMemory> {
+        if self.next >= self.n {
+            return None;
+        }
+        let i = self.next;
+        self.next += 1;
+        let rng = &mut self.rng;
+        let topic = rng.random_range(0..self.centroids.len());
+        let noise = unit_vector(rng, self.centroids[topic].len());
+        let vector = unit(
+            self.centroids[topic]
+                .iter()
+                .zip(&noise)
+                .map(|(c, e)| c + 0.9 * e)
+                .collect(),
+        );
+        let svc = SERVICES[rng.random_range(0..SERVICES.len())];
+        let (kind, template) = TEMPLATES[rng.random_range(0..TEMPLATES.len())];
+        let content = template
+            .replace("{svc_lower}", &svc.to_lowercase())
+            .replace("{svc}", svc)
+            .replace("{thing}", THINGS[rng.random_range(0..THINGS.len())])
+            .replace("{unit}", UNITS[rng.random_range(0..UNITS.len())])
+            .replace("{code}", &format!("E{}", 1000 + rng.random_range(0..9000)))
+            .replace("{n}", &rng.random_range(2..500).to_string())
+            + &format!(" (ref #{i})");
+        Some(SyntheticMemory {
+            bank: if i.is_multiple_of(5) {
+                "org".to_string()
+            } else {
+                format!("repo:{}", svc.to_lowercase())
+            },
+            kind,
+            content,
+            element: svc.to_string(),
+            vector,
+        })
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = self.n - self.next;
+        (left, Some(left))
+    }
+}
+
+impl ExactSizeIterator for SyntheticCorpus {}
 
 /// A query vector near the given memory's (cosine ≈ 0.9), for speed runs.
 pub fn query_near(seed: u64, vector: &[f32]) -> Vec<f32> {

@@ -433,6 +433,20 @@ impl Engine {
         }
     }
 
+    /// Saves the vector partitions the files under `derived/partitions/`
+    /// do not hold yet ([`crate::derived::save_partitions`]): after an
+    /// import and at close, so the next open restores them instead of
+    /// training. `_locked`: the caller holds the store, so one writer at a
+    /// time writes the files. Housekeeping: never fails the caller (a file
+    /// not written costs the next open a training, logged).
+    pub(crate) fn save_partitions(&self, _locked: &Store) {
+        let Ok(state) = self.read_state() else {
+            return;
+        };
+        let written = crate::derived::save_partitions(&self.inner.config.data_dir, &state);
+        tracing::debug!(written, "vector partitions saved");
+    }
+
     /// Writes one event now (or at `at_ms`). `memory` is None for
     /// tenant-wide events.
     pub(crate) async fn append_event(
@@ -703,7 +717,8 @@ impl Engine {
     }
 
     /// Stops this engine writing and lets another process take the store
-    /// over at once: waits for a background flush, then gives up the
+    /// over at once: saves the vector partitions the next open would
+    /// otherwise train, waits for a background flush, then gives up the
     /// writer's lease of a store on object storage (without it, the next
     /// process waits for the lease to expire). Every write afterwards fails
     /// with [`crate::IndexerError::Closed`]; recall and reads go on. Not needed
@@ -716,7 +731,9 @@ impl Engine {
     /// # }
     /// ```
     pub async fn close(&self) -> Result<()> {
-        self.lock_store().await.release().await?;
+        let mut store = self.lock_store().await;
+        self.save_partitions(&store);
+        store.release().await?;
         Ok(())
     }
 

@@ -34,7 +34,9 @@ impl Engine {
     /// the apply 77 ms. `committed` sees each call's outcomes once the call is
     /// durable. An error stops the import: the calls `committed` saw are
     /// written, the failed call and everything after it are not. Other
-    /// writers may interleave between calls.
+    /// writers may interleave between calls. A finished import saves the
+    /// vector partitions it grew (`derived/partitions/`), so the next open
+    /// restores them instead of training them.
     ///
     /// ```no_run
     /// # async fn demo(engine: &recall::Engine, memories: Vec<recall::NewMemory>) -> recall::Result<()> {
@@ -61,6 +63,8 @@ impl Engine {
         loop {
             let prepared = next?;
             if prepared.is_empty() {
+                // The partitions the import grew, for the next open.
+                self.save_partitions(&*self.lock_store().await);
                 return Ok(());
             }
             let prepared = self.embed_missing(prepared).await?;

@@ -82,7 +82,7 @@ pub struct StoreOptions {
     /// Memory rows read from the tables at open come without their
     /// vectors (the `vector` column is not read), for a caller that keeps
     /// them elsewhere and reads the few it lacks with
-    /// [`Store::memory_vectors`]. Rows from the log keep theirs. Default
+    /// [`Store::each_memory_vector`]. Rows from the log keep theirs. Default
     /// false.
     pub elide_vectors: bool,
 }

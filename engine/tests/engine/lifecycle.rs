@@ -860,10 +860,12 @@ async fn knowledge_map_counts_active_memories_per_element_in_one_tenant() {
 }
 
 /// A store large enough for vector partitions (16,384 rows) saves them
-/// when it opens; the next open takes them instead of training (the file
-/// is left as it was), the write path's 2 % probe still finds a near copy
-/// through them, a later open adds the new row to them, and an erasure in
-/// the tenant deletes them. The first full block of vector rows goes to
+/// when an import ends; the first open extends them (the rows after the
+/// import's last batch assignment) instead of training new ones, and saves
+/// them; the next open takes them as they are (the file is left as it
+/// was), the write path's 2 % probe still finds a near copy through them,
+/// a later open adds the new row to them, an erasure in the tenant deletes
+/// them, and a close saves the ones trained after it. The first full block of vector rows goes to
 /// its file while importing and is mapped from it; later opens find the
 /// file as it is; after an erasure no file holds the erased vector.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -897,7 +899,7 @@ async fn derived_files_are_taken_at_the_next_open_and_erased_with_the_tenant() {
             .await
             .unwrap();
         engine.flush().await.unwrap();
-        assert!(saved().is_empty(), "written at open, not while importing");
+        assert_eq!(saved().len(), 1, "saved when the import ended");
         assert_eq!(
             engine.memory_use().unwrap().mapped_vectors,
             16_384 * 384 * 4,
@@ -936,11 +938,27 @@ async fn derived_files_are_taken_at_the_next_open_and_erased_with_the_tenant() {
         in_block_files(&corpus[5].vector),
         "control: the row is in its block's file"
     );
-    // The first open of the full store trains and saves them.
+    let imported = std::fs::read(&saved()[0]).unwrap();
+    // The first open of the full store extends and saves them. Its
+    // centroids are the import's (header: 48 bytes, the centroid count at
+    // 16..20), not a new training's.
     drop(Engine::open(config(dir.path())).await.unwrap());
     let files = saved();
     assert_eq!(files.len(), 1, "the whole vectors' partitions: {files:?}");
     let (file, first) = (&files[0], std::fs::read(&files[0]).unwrap());
+    let centroids = |saved: &[u8]| {
+        let k = u32::from_le_bytes(saved[16..20].try_into().unwrap()) as usize;
+        saved[48..48 + k * 384 * 4].to_vec()
+    };
+    assert_eq!(
+        centroids(&first),
+        centroids(&imported),
+        "extended, not trained"
+    );
+    assert!(
+        first.len() > imported.len(),
+        "the rows after the import's last assignment"
+    );
     let modified = || std::fs::metadata(file).unwrap().modified().unwrap();
     let written_at = modified();
 
@@ -1017,4 +1035,10 @@ async fn derived_files_are_taken_at_the_next_open_and_erased_with_the_tenant() {
         .await
         .unwrap();
     assert_eq!(hit.hits[0].memory.id, ids[6]);
+    engine.close().await.unwrap();
+    assert_eq!(
+        saved().len(),
+        1,
+        "close saves the partitions trained after the erasure"
+    );
 }

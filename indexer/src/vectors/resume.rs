@@ -80,6 +80,19 @@ impl VectorSet {
         }
     }
 
+    /// How many rows the partitions hold (None while the set has none):
+    /// the rows [`VectorSet::saved_partitions`] would save them for.
+    ///
+    /// ```
+    /// use recall_indexer::VectorSet;
+    /// let mut set = VectorSet::new(2);
+    /// set.push(0, &[1.0, 0.0]);
+    /// assert_eq!(set.partitioned_rows(), None); // too small for partitions
+    /// ```
+    pub fn partitioned_rows(&self) -> Option<usize> {
+        self.partitions.as_ref().map(|p| p.assigned())
+    }
+
     /// The partitions as bytes, for [`VectorSet::resume_partitions`] at a
     /// later open (None while the set has none).
     pub fn saved_partitions(&self) -> Option<Vec<u8>> {
