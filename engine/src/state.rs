@@ -521,8 +521,9 @@ impl State {
 
     /// Makes room in `tenant`'s state for `memories` memories before they
     /// are applied (an open that knows the tenant's size from its saved
-    /// partitions): the memories and their maps then grow once instead of
-    /// doubling, each doubling a copy into pages never touched before. A
+    /// partitions): the memories, their maps and the whole vectors' sign
+    /// codes then grow once instead of doubling, each doubling a copy into
+    /// pages never touched before. A
     /// reservation that cannot be made is skipped; the state grows as it
     /// would have.
     pub(crate) fn reserve_tenant(&mut self, tenant: &str, memories: usize) {
@@ -533,7 +534,8 @@ impl State {
         let reserved = state.memories.try_reserve(more).is_ok()
             && state.meta.try_reserve(more).is_ok()
             && state.by_id.try_reserve(more).is_ok()
-            && state.by_seq.try_reserve(more).is_ok();
+            && state.by_seq.try_reserve(more).is_ok()
+            && state.vectors.reserve(memories);
         if !reserved {
             tracing::debug!(
                 tenant,

@@ -71,6 +71,14 @@ pub(crate) struct List {
 }
 
 impl List {
+    /// An empty list with room for `rows` rows of `words`-word codes.
+    pub(crate) fn with_room(rows: usize, words: usize) -> List {
+        List {
+            rows: Vec::with_capacity(rows),
+            codes: Vec::with_capacity(rows.div_ceil(CODE_BLOCK_ROWS) * CODE_BLOCK_ROWS * words),
+        }
+    }
+
     /// Appends `row` with its `code`.
     pub(crate) fn push(&mut self, row: u32, code: &[u64]) {
         let words = code.len();

@@ -151,6 +151,25 @@ impl VectorSet {
         }
     }
 
+    /// Room for `rows` rows in all, for an open that knows a set's size
+    /// before its rows come (grown a push at a time, the sign codes ended
+    /// up with capacity for up to twice their rows). The rows' vectors are
+    /// not reserved: full blocks of them may come from files. Whether the
+    /// room was had; a set without it grows as it fills.
+    ///
+    /// ```
+    /// use recall_indexer::VectorSet;
+    /// let mut set = VectorSet::new(384);
+    /// assert!(set.reserve(1_000));
+    /// set.push(0, &[0.1; 384]);
+    /// assert_eq!(set.len(), 1);
+    /// ```
+    pub fn reserve(&mut self, rows: usize) -> bool {
+        let more = rows.saturating_sub(self.len());
+        self.codes.try_reserve_exact(more * self.words).is_ok()
+            && self.owners.try_reserve_exact(more).is_ok()
+    }
+
     /// Number of rows.
     pub fn len(&self) -> usize {
         self.owners.len()
