@@ -149,6 +149,7 @@ pub async fn lean_scale_command(args: &ScaleArgs, scan: ScanConfig) -> anyhow::R
         let recall_ms = time_recalls(&engine, &readable, &queries).await?;
         engine.flush().await?;
         engine.wait_for_maintenance().await?;
+        engine.close().await?;
         drop(engine);
 
         let scans: Vec<ScanConfig> = std::iter::once(scan.probe_share)

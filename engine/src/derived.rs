@@ -177,8 +177,10 @@ fn saved_rows_at(path: &Path) -> Option<usize> {
 /// Saves each vector set's partitions that its file does not hold yet
 /// (the file holds fewer or more rows, or there is none), so the next
 /// open restores them instead of training: a store that an import filled
-/// and nothing opened since had none, and its first open trained them (at
-/// a million memories 6 s instead of 2). Returns how many files it wrote.
+/// and nothing opened since had none, and its first open trained them,
+/// the longest step of that open (docs/MEASUREMENTS.md). A set whose
+/// partitions assigned no row since its file was written costs a header
+/// read. Returns how many files it wrote.
 /// Reads the state only; a live engine runs it under the read lock.
 pub(crate) fn save_partitions(data: &Path, state: &State) -> usize {
     let mut written = 0;

@@ -865,9 +865,10 @@ async fn knowledge_map_counts_active_memories_per_element_in_one_tenant() {
 /// them; the next open takes them as they are (the file is left as it
 /// was), the write path's 2 % probe still finds a near copy through them,
 /// a later open adds the new row to them, an erasure in the tenant deletes
-/// them, and a close saves the ones trained after it. The first full block of vector rows goes to
-/// its file while importing and is mapped from it; later opens find the
-/// file as it is; after an erasure no file holds the erased vector.
+/// them, and a close saves the ones trained after it. The first full
+/// block of vector rows goes to its file while importing and is mapped
+/// from it; later opens find the file as it is; after an erasure no file
+/// holds the erased vector.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn derived_files_are_taken_at_the_next_open_and_erased_with_the_tenant() {
     // Vector files from one full block on (the default waits for 16).

@@ -149,8 +149,7 @@ impl Partitions {
             .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
             .collect();
         // Each list sized for its rows at once: grown a push at a time,
-        // the lists' capacity ended up to twice their rows (833 MiB for
-        // 495 MiB of rows and codes at ten million rows).
+        // the lists' capacity ended up at up to twice their rows.
         let mut sizes = vec![0usize; k];
         for &list in &list_of {
             *sizes.get_mut(list)? += 1;
