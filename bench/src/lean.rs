@@ -12,9 +12,8 @@
 //! exact scan. The corpus, queries and exactness probes are the full run's,
 //! so its rows and these compare at the same size.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 
-use rayon::prelude::*;
 use recall::{Engine, ScoringConfig};
 use recall_datasets::{SyntheticMemory, query_near};
 use recall_indexer::{ScanConfig, VectorSet};
@@ -22,11 +21,10 @@ use serde_json::json;
 
 use crate::open_probe::{ProbeQueries, run_open_probe, status_mib};
 use crate::report::{markdown_path, write_json};
-use crate::scale::{EXTRA_WRITES, ScaleArgs, import_timed, store_dir, write_of};
+use crate::scale::{
+    EXACTNESS_PROBES, EXTRA_WRITES, ScaleArgs, import_timed, scan_exactness, store_dir, write_of,
+};
 use crate::speed::{DIM, bench_corpus, percentile, time_recalls};
-
-/// The exactness probes of the vector stage (as in the full run).
-const EXACTNESS_PROBES: usize = 200;
 
 /// The queries `speed::queries_near` would ask of the first `n` items,
 /// gathered while the corpus streams past: the item each query is near
@@ -71,45 +69,15 @@ fn scale_items(n: usize) -> impl Iterator<Item = SyntheticMemory> {
     bench_corpus(n + EXTRA_WRITES).take(n)
 }
 
-/// Recall@10 and @100 of the coded scan against the exact one under each
-/// of `scans`, over [`EXACTNESS_PROBES`] queries near corpus items, on a
-/// set built from a second pass over the corpus (the engine is closed by
-/// then). The exact hits are computed once for all of them.
+/// The vector stage's recall@10 and @100 against exact under each of
+/// `scans` ([`scan_exactness`]), on a set built from a second pass over
+/// the corpus (the engine is closed by then).
 fn vector_exactness(n: usize, scans: &[ScanConfig]) -> Vec<[f64; 2]> {
     let mut set = VectorSet::new(DIM);
     for (i, m) in scale_items(n).enumerate() {
         set.push(i, &m.vector);
     }
-    let probes = EXACTNESS_PROBES.min(n);
-    let owners =
-        |hits: Vec<(usize, f32)>| -> Vec<usize> { hits.into_iter().map(|h| h.0).collect() };
-    let queries: Vec<Vec<f32>> = (0..probes)
-        .filter_map(|q| Some(query_near(10_000 + q as u64, set.row((q * 104_729) % n)?)))
-        .collect();
-    let exact: Vec<Vec<usize>> = queries
-        .par_iter()
-        .map(|query| owners(set.nearest_exact(query, 100, |_| true)))
-        .collect();
-    scans
-        .iter()
-        .map(|&scan| {
-            let got: Vec<Vec<usize>> = queries
-                .par_iter()
-                .map(|query| owners(set.nearest(query, 100, scan, |_| true)))
-                .collect();
-            [10, 100].map(|k| {
-                let overlap: usize = exact
-                    .iter()
-                    .zip(&got)
-                    .map(|(exact, got)| {
-                        let exact: HashSet<usize> = exact.iter().take(k).copied().collect();
-                        got.iter().take(k).filter(|o| exact.contains(o)).count()
-                    })
-                    .sum();
-                overlap as f64 / (exact.len() * k).max(1) as f64
-            })
-        })
-        .collect()
+    scan_exactness(&set, scans)
 }
 
 /// Runs `scale --lean`.

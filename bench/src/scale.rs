@@ -91,6 +91,47 @@ pub struct ScaleArgs {
 /// the import.
 pub(crate) const EXTRA_WRITES: usize = 200;
 
+/// Queries the vector stage's exactness is measured with.
+pub(crate) const EXACTNESS_PROBES: usize = 200;
+
+/// Recall@10 and @100 of the coded scan against the exact one under each
+/// of `scans`, over [`EXACTNESS_PROBES`] queries near rows of `set` (the
+/// corpus item `i` at row `i`), whose exact hits are computed once for
+/// all of them. 100 is recall's candidate pool, what recall asks the scan
+/// for.
+pub(crate) fn scan_exactness(set: &VectorSet, scans: &[ScanConfig]) -> Vec<[f64; 2]> {
+    let n = set.len();
+    let owners =
+        |hits: Vec<(usize, f32)>| -> Vec<usize> { hits.into_iter().map(|h| h.0).collect() };
+    let queries: Vec<Vec<f32>> = (0..EXACTNESS_PROBES.min(n))
+        .filter_map(|q| Some(query_near(10_000 + q as u64, set.row((q * 104_729) % n)?)))
+        .collect();
+    let exact: Vec<Vec<usize>> = queries
+        .par_iter()
+        .map(|query| owners(set.nearest_exact(query, 100, |_| true)))
+        .collect();
+    scans
+        .iter()
+        .map(|&scan| {
+            let got: Vec<Vec<usize>> = queries
+                .par_iter()
+                .map(|query| owners(set.nearest(query, 100, scan, |_| true)))
+                .collect();
+            [10, 100].map(|k| {
+                let overlap: usize = exact
+                    .iter()
+                    .zip(&got)
+                    .map(|(exact, got)| {
+                        let exact: HashSet<usize> = exact.iter().take(k).copied().collect();
+                        got.iter().take(k).filter(|o| exact.contains(o)).count()
+                    })
+                    .sum();
+                overlap as f64 / (exact.len() * k).max(1) as f64
+            })
+        })
+        .collect()
+}
+
 /// Imports `n` memories as `recall import` writes them (calls of
 /// [`IMPORT_BATCH`], a flush at the end), with a progress bar unless
 /// `quiet`; returns the rate in memories/s and how long the table
@@ -457,28 +498,7 @@ pub async fn scale_command(args: &ScaleArgs) -> anyhow::Result<()> {
         for (i, m) in base.iter().enumerate() {
             set.push(i, &m.vector);
         }
-        let probes = 200.min(n);
-        let hits: Vec<(Vec<usize>, Vec<usize>)> = (0..probes)
-            .into_par_iter()
-            .map(|q| {
-                let query = query_near(10_000 + q as u64, &base[(q * 104_729) % n].vector);
-                let owners = |hits: Vec<(usize, f32)>| hits.into_iter().map(|h| h.0).collect();
-                (
-                    owners(set.nearest_exact(&query, 100, |_| true)),
-                    owners(set.nearest(&query, 100, scan, |_| true)),
-                )
-            })
-            .collect();
-        let [vector_recall, vector_recall_100] = [10, 100].map(|k| {
-            let overlap: usize = hits
-                .iter()
-                .map(|(exact, got)| {
-                    let exact: HashSet<usize> = exact.iter().take(k).copied().collect();
-                    got.iter().take(k).filter(|o| exact.contains(o)).count()
-                })
-                .sum();
-            overlap as f64 / (probes * k) as f64
-        });
+        let [vector_recall, vector_recall_100] = scan_exactness(&set, &[scan])[0];
         let batch: Vec<Vec<f32>> = queries.iter().map(|q| q.1.clone()).collect();
         let batched = scan_throughputs(&set, &batch, scan, Batching::Together)?;
         let alone = scan_throughputs(&set, &batch, scan, Batching::OneByOne)?;
