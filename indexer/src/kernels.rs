@@ -16,6 +16,14 @@ pub(crate) const CODE_BLOCK_ROWS: usize = 8;
 
 pub(crate) type Dot = fn(&[f32], &[f32]) -> f32;
 pub(crate) type Hamming = fn(&[u64], &[u64], &mut [u32]);
+/// Reports the rows of row-major `codes` (`q.len()` words a row) whose
+/// distance to `q` is below `below`: `near(row, distance)`, in row order.
+/// A pass over every row keeps a few thousand of millions: comparing eight
+/// distances at once and handing on only those rows spares the per-row
+/// writes, reads and branches of a pass that stores every distance.
+pub(crate) type HammingBelow = fn(codes: &[u64], q: &[u64], below: u32, near: Near<'_>);
+/// Where [`HammingBelow`] reports a row.
+pub(crate) type Near<'a> = &'a mut dyn FnMut(usize, u32);
 
 #[inline(always)]
 fn dot_portable(a: &[f32], b: &[f32]) -> f32 {
@@ -40,6 +48,36 @@ fn hamming_portable(codes: &[u64], q: &[u64], out: &mut [u32]) {
     for (code, d) in codes.chunks_exact(q.len()).zip(out.iter_mut()) {
         *d = code.iter().zip(q).map(|(a, b)| (a ^ b).count_ones()).sum();
     }
+}
+
+/// [`HammingBelow`] over any distance loop: distances of a stretch of rows
+/// into a buffer on the stack, then the rows below `below` reported.
+#[inline(always)]
+fn hamming_below_with(
+    hamming: impl Fn(&[u64], &[u64], &mut [u32]),
+    codes: &[u64],
+    q: &[u64],
+    below: u32,
+    near: Near<'_>,
+) {
+    const STRETCH: usize = 256;
+    if q.is_empty() {
+        return;
+    }
+    let mut out = [0u32; STRETCH];
+    for (s, codes) in codes.chunks(STRETCH * q.len()).enumerate() {
+        let out = &mut out[..codes.len() / q.len()];
+        hamming(codes, q, out);
+        for (i, d) in out.iter().enumerate() {
+            if *d < below {
+                near(s * STRETCH + i, *d);
+            }
+        }
+    }
+}
+
+fn hamming_below_portable(codes: &[u64], q: &[u64], below: u32, near: Near<'_>) {
+    hamming_below_with(hamming_portable, codes, q, below, near)
 }
 
 /// Asks the CPU to start loading `v` into cache, a 64-byte line at a
@@ -92,6 +130,12 @@ fn hamming_popcnt(codes: &[u64], q: &[u64], out: &mut [u32]) {
     }
 }
 
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt")]
+fn hamming_below_popcnt(codes: &[u64], q: &[u64], below: u32, near: Near<'_>) {
+    hamming_below_with(|c, q, o| hamming_popcnt(c, q, o), codes, q, below, near)
+}
+
 /// [`hamming_popcnt`] with AVX-512 for the default model's codes (6 words
 /// a row); other widths go to [`hamming_popcnt`].
 #[cfg(target_arch = "x86_64")]
@@ -103,18 +147,59 @@ fn hamming_avx512(codes: &[u64], q: &[u64], out: &mut [u32]) {
     }
 }
 
-/// Eight rows of 6-word codes at a time. Their 48 words are six 512-bit
+/// [`hamming_below_popcnt`] with AVX-512 for 6-word codes: each block's
+/// eight distances are compared with `below` at once, and only a block
+/// holding a row below it is looked at lane by lane.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512vpopcntdq,popcnt")]
+fn hamming_below_avx512(codes: &[u64], q: &[u64], below: u32, near: Near<'_>) {
+    use std::arch::x86_64::*;
+    let Ok(q6) = <&[u64; 6]>::try_from(q) else {
+        return hamming_below_with(|c, q, o| hamming_popcnt(c, q, o), codes, q, below, near);
+    };
+    let bound = _mm512_set1_epi64(i64::from(below));
+    let done = six_word_sums(codes, q6, usize::MAX, |block, sums| {
+        let mut mask = _mm512_cmplt_epu64_mask(sums, bound);
+        if mask == 0 {
+            return;
+        }
+        let mut d = [0u64; 8];
+        // SAFETY: `d` is 8 `u64`s, 64 bytes.
+        unsafe { _mm512_storeu_si512(d.as_mut_ptr().cast(), sums) };
+        while mask != 0 {
+            let lane = mask.trailing_zeros() as usize;
+            near(8 * block + lane, d[lane] as u32);
+            mask &= mask - 1;
+        }
+    });
+    let rest = &mut |row: usize, d: u32| near(done + row, d);
+    hamming_below_with(
+        |c, q, o| hamming_popcnt(c, q, o),
+        &codes[done * 6..],
+        q,
+        below,
+        rest,
+    );
+}
+
+/// Eight rows of 6-word codes at a time, for at most `max_rows` rows.
+/// Their 48 words are six 512-bit
 /// loads (a load holds a row and a third, so the query's words repeat
 /// every three loads); each load's 64-bit bit counts (at most 64: a byte
 /// each) are gathered by byte permutes into eight 8-byte groups, a row's
 /// six counts in its group and two zero bytes, and one sum of absolute
-/// differences against zero adds each group: the eight distances. The
+/// differences against zero adds each group: `each(block, sums)` gets the
+/// eight distances as 64-bit lanes. The
 /// row-by-row loop counted one word per instruction, and in a pass over
 /// every row of a large tenant that loop was most of recall's vector
-/// stage.
+/// stage. Returns the rows done (whole blocks of eight).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512vpopcntdq,popcnt")]
-fn hamming_six_avx512(codes: &[u64], q: &[u64; 6], out: &mut [u32]) {
+#[inline]
+fn six_word_sums<F>(codes: &[u64], q: &[u64; 6], max_rows: usize, mut each: F) -> usize
+where
+    F: FnMut(usize, std::arch::x86_64::__m512i),
+{
     use std::arch::x86_64::*;
     const W: usize = 6;
     const ROWS: usize = 8;
@@ -143,12 +228,8 @@ fn hamming_six_avx512(codes: &[u64], q: &[u64; 6], out: &mut [u32]) {
         // SAFETY: reads the 64 bytes of `index[p]`.
         unsafe { _mm512_loadu_si512(index[p].as_ptr().cast()) }
     });
-    let blocks = (codes.len() / (W * ROWS)).min(out.len() / ROWS);
-    for (block, d) in codes
-        .chunks_exact(W * ROWS)
-        .zip(out.chunks_exact_mut(ROWS))
-        .take(blocks)
-    {
+    let blocks = (codes.len() / (W * ROWS)).min(max_rows / ROWS);
+    for (b, block) in codes.chunks_exact(W * ROWS).take(blocks).enumerate() {
         let counts: [__m512i; 6] = std::array::from_fn(|i| {
             // SAFETY: `block` holds 48 words, so words 8i..8i+8 (i < 6).
             let words = unsafe { _mm512_loadu_si512(block.as_ptr().add(8 * i).cast()) };
@@ -164,12 +245,22 @@ fn hamming_six_avx512(codes: &[u64], q: &[u64; 6], out: &mut [u32]) {
             );
             bytes = _mm512_add_epi8(bytes, gathered);
         }
-        let sums = _mm512_cvtepi64_epi32(_mm512_sad_epu8(bytes, _mm512_setzero_si512()));
-        // SAFETY: `d` is 8 `u32`s, 32 bytes.
-        unsafe { _mm256_storeu_si256(d.as_mut_ptr().cast(), sums) };
+        each(b, _mm512_sad_epu8(bytes, _mm512_setzero_si512()));
     }
-    let done = blocks * ROWS;
-    hamming_words(&codes[done * W..], q, &mut out[done..]);
+    blocks * ROWS
+}
+
+/// The row-by-row distances of 6-word codes ([`six_word_sums`]).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512vpopcntdq,popcnt")]
+fn hamming_six_avx512(codes: &[u64], q: &[u64; 6], out: &mut [u32]) {
+    use std::arch::x86_64::*;
+    let done = six_word_sums(codes, q, out.len(), |b, sums| {
+        let d = &mut out[8 * b..8 * b + 8];
+        // SAFETY: `d` is 8 `u32`s, 32 bytes.
+        unsafe { _mm256_storeu_si256(d.as_mut_ptr().cast(), _mm512_cvtepi64_epi32(sums)) };
+    });
+    hamming_words(&codes[done * 6..], q, &mut out[done..]);
 }
 
 /// Reports, query by query, the rows of a list (codes in blocks, see
@@ -376,6 +467,26 @@ pub(crate) fn hamming_fn() -> Hamming {
     hamming_portable
 }
 
+/// The fastest [`HammingBelow`] this CPU runs.
+pub(crate) fn hamming_below_fn() -> HammingBelow {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx512f")
+        && std::is_x86_feature_detected!("avx512bw")
+        && std::is_x86_feature_detected!("avx512vbmi")
+        && std::is_x86_feature_detected!("avx512vpopcntdq")
+        && std::is_x86_feature_detected!("popcnt")
+    {
+        // SAFETY: only called on a CPU with these features, checked just above.
+        return |c, q, b, n| unsafe { hamming_below_avx512(c, q, b, n) };
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("popcnt") {
+        // SAFETY: only called on a CPU with POPCNT, checked just above.
+        return |c, q, b, n| unsafe { hamming_below_popcnt(c, q, b, n) };
+    }
+    hamming_below_portable
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -420,6 +531,38 @@ mod tests {
         super::hamming_fn()(&codes, &q, &mut fast);
         super::hamming_portable(&codes, &q, &mut plain);
         assert_eq!(fast, plain, "13 of 29 rows asked");
+    }
+
+    #[test]
+    fn rows_below_a_distance_are_those_the_distances_say() {
+        // 6-word codes (eight rows at a time with AVX-512, the rest row by
+        // row) and 5-word ones (row by row), every count of rows from none
+        // to three blocks and a part, bounds from none kept to all kept.
+        for words in [6usize, 5] {
+            let codes: Vec<u64> = (0..words as u64 * 29)
+                .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29) ^ (i << 3))
+                .collect();
+            let q: Vec<u64> = (0..words as u64).map(|i| !(i * 0x0F0F_1234_5678)).collect();
+            let mut all = vec![0u32; 29];
+            super::hamming_portable(&codes, &q, &mut all);
+            let mut sorted = all.clone();
+            sorted.sort_unstable();
+            for rows in 0..=29 {
+                for below in [0, sorted[3], sorted[14], sorted[28] + 1] {
+                    let mut found = Vec::new();
+                    super::hamming_below_fn()(&codes[..words * rows], &q, below, &mut |r, d| {
+                        found.push((r, d))
+                    });
+                    let expected: Vec<(usize, u32)> = all[..rows]
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, d)| **d < below)
+                        .map(|(r, d)| (r, *d))
+                        .collect();
+                    assert_eq!(found, expected, "{words} words, {rows} rows, below {below}");
+                }
+            }
+        }
     }
 
     #[test]

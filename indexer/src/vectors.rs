@@ -49,6 +49,14 @@ const RESCORE_RUN: usize = 128;
 /// for. Measured stand-alone (1,000 sorted random rows of 300k × 384,
 /// cold cache, one thread): 305 µs without, 224 / 177 / 190 µs at 2 / 4 / 8.
 const PREFETCH_ROWS_AHEAD: usize = 4;
+/// From this many rows a query's pass over every row keeps only the rows
+/// within its running cut-off (`VectorSet::closest_in_pass`) instead of
+/// storing every row's distance (`VectorSet::closest_by_histogram`). Each
+/// task keeps a few pools of rows before its cut-off tightens: a small
+/// share of a large tenant, most of a small one. Measured (MEASUREMENTS.md,
+/// "One pass over every row's code"): slower at 100k rows, a little faster
+/// at 1M, a quarter faster at 10M.
+const ONE_PASS_FROM: usize = 1_000_000;
 /// Batches of at least this many queries that pass over every row read
 /// each tile of codes once for all of them (`full_pass.rs`).
 const BATCHED_FULL_PASS_FROM: usize = 2;
@@ -506,41 +514,61 @@ impl VectorSet {
                     accept(self.owners[row as usize])
                 })
             }
-            _ => {
-                // Every row's distance (u32::MAX beyond the limit) and how
-                // many rows lie at each distance, counted while the chunk
-                // is in cache: no per-row tuples over the whole tenant, and
-                // the filter is asked later, about the nearest rows only.
-                let max_distance = words * 64;
-                let mut distances = vec![0u32; self.len()];
-                let histogram = distances
-                    .par_chunks_mut(CHUNK_ROWS)
-                    .zip(self.codes.par_chunks(words * CHUNK_ROWS))
-                    .fold(
-                        || vec![0usize; max_distance + 1],
-                        |mut histogram, (out, codes)| {
-                            hamming(codes, &q_code, out);
-                            for d in out.iter_mut() {
-                                if *d > limit {
-                                    *d = u32::MAX;
-                                } else {
-                                    histogram[(*d as usize).min(max_distance)] += 1;
-                                }
-                            }
-                            histogram
-                        },
-                    )
-                    .reduce(
-                        || vec![0usize; max_distance + 1],
-                        |mut a, b| {
-                            a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
-                            a
-                        },
-                    );
-                closest_filtered(&distances, &histogram, pool, |row| accept(self.owners[row]))
-            }
+            _ if self.len() >= ONE_PASS_FROM => self
+                .closest_in_pass(&q_code, limit, pool, accept)
+                .unwrap_or_else(|| self.closest_by_histogram(&q_code, limit, pool, accept)),
+            _ => self.closest_by_histogram(&q_code, limit, pool, accept),
         };
         (self.rescore(query, &rows, k), placement)
+    }
+
+    /// The `pool` rows closest to `q_code` whose owner `accept` takes (ties
+    /// in row order), from every row's distance: what
+    /// [`VectorSet::closest_in_pass`] gives, for the filters that reject
+    /// too many of the rows that pass keeps.
+    fn closest_by_histogram<F>(
+        &self,
+        q_code: &[u64],
+        limit: u32,
+        pool: usize,
+        accept: &F,
+    ) -> Vec<u32>
+    where
+        F: Fn(usize) -> bool + Sync,
+    {
+        let words = self.words;
+        let hamming = kernels::hamming_fn();
+        // Every row's distance (u32::MAX beyond the limit) and how
+        // many rows lie at each distance, counted while the chunk
+        // is in cache: no per-row tuples over the whole tenant, and
+        // the filter is asked later, about the nearest rows only.
+        let max_distance = words * 64;
+        let mut distances = vec![0u32; self.len()];
+        let histogram = distances
+            .par_chunks_mut(CHUNK_ROWS)
+            .zip(self.codes.par_chunks(words * CHUNK_ROWS))
+            .fold(
+                || vec![0usize; max_distance + 1],
+                |mut histogram, (out, codes)| {
+                    hamming(codes, q_code, out);
+                    for d in out.iter_mut() {
+                        if *d > limit {
+                            *d = u32::MAX;
+                        } else {
+                            histogram[(*d as usize).min(max_distance)] += 1;
+                        }
+                    }
+                    histogram
+                },
+            )
+            .reduce(
+                || vec![0usize; max_distance + 1],
+                |mut a, b| {
+                    a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+                    a
+                },
+            );
+        closest_filtered(&distances, &histogram, pool, |row| accept(self.owners[row]))
     }
 
     /// The `k` of `rows` most similar to `query` by exact cosine, as `(owner, cosine)`.

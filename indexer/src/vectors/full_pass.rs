@@ -1,4 +1,6 @@
-//! The full code pass of a whole batch, a tile of rows at a time.
+//! The full code pass of a whole batch, a tile of rows at a time, and of
+//! one query over a large tenant ([`VectorSet::closest_in_pass`]): both keep,
+//! per task, only the rows within a running cut-off.
 //!
 //! Query by query, the full pass reads every row's sign code from memory
 //! (48 MB at a million 384-dimension rows) for a few bit counts per row: it
@@ -75,14 +77,31 @@ impl Kept {
     /// (those at `t` stay: whether they are needed depends on the rows
     /// other tasks found before them).
     fn tighten(&mut self, pool: usize) {
+        if let Some(cutoff) = self.cutoff(pool) {
+            self.admit = self.admit.min(cutoff as u32);
+            self.drop_beyond(cutoff);
+        }
+    }
+
+    /// [`Kept::tighten`], but rows at the cut-off are still admitted: every
+    /// row nearer than `admit` is then kept, whichever task it fell to.
+    fn tighten_keeping_ties(&mut self, pool: usize) {
+        if let Some(cutoff) = self.cutoff(pool) {
+            self.admit = self.admit.min(cutoff as u32 + 1);
+            self.drop_beyond(cutoff);
+        }
+    }
+
+    /// The smallest distance within which `pool` kept rows lie.
+    fn cutoff(&self, pool: usize) -> Option<usize> {
         let mut within = 0usize;
-        let Some(cutoff) = self.histogram.iter().position(|n| {
+        self.histogram.iter().position(|n| {
             within += *n as usize;
             within >= pool
-        }) else {
-            return;
-        };
-        self.admit = self.admit.min(cutoff as u32);
+        })
+    }
+
+    fn drop_beyond(&mut self, cutoff: usize) {
         self.histogram[cutoff + 1..].fill(0);
         let mut kept = 0;
         for i in 0..self.rows.len() {
@@ -97,7 +116,105 @@ impl Kept {
     }
 }
 
+impl Kept {
+    /// `self`'s rows, then `later`'s (rows that come after them), admitting
+    /// below the smaller of the two cut-offs.
+    fn then(mut self, later: Kept) -> Kept {
+        self.rows.extend(later.rows);
+        self.distances.extend(later.distances);
+        self.histogram
+            .iter_mut()
+            .zip(later.histogram)
+            .for_each(|(n, m)| *n += m);
+        self.admit = self.admit.min(later.admit);
+        self
+    }
+}
+
+/// Rows one query's pass keeps per task before it tightens, in pools: the
+/// filter is asked only about kept rows, nearest first, and when it turns
+/// away so many that these do not fill the pool the pass is redone
+/// storing every row's distance.
+const KEPT_POOLS: usize = 2;
+
 impl VectorSet {
+    /// The `pool` rows closest to `q_code` within `limit` whose owner
+    /// `accept` takes (ties in row order), in row order, from one pass over
+    /// every row's code that keeps, per task, only the rows within its
+    /// running cut-off (nothing per row is stored). None when the filter
+    /// turned away so many kept rows that they cannot say which rows fill
+    /// the pool.
+    ///
+    /// Every row nearer than the smallest cut-off `c` any task reached is
+    /// kept: a task's cut-off only falls, and it drops only rows at or
+    /// beyond it. The task that reached `c` holds twice the pool below it.
+    /// So the first `pool` accepted rows below `c`, nearest first, are the
+    /// first `pool` accepted rows of all, and when the filter takes fewer
+    /// than `pool` of them and some task did tighten, rows at `c` or beyond
+    /// may be needed: None.
+    pub(super) fn closest_in_pass<F>(
+        &self,
+        q_code: &[u64],
+        limit: u32,
+        pool: usize,
+        accept: &F,
+    ) -> Option<Vec<u32>>
+    where
+        F: Fn(usize) -> bool + Sync,
+    {
+        let words = self.words;
+        let max_distance = words * 64;
+        let limit = limit.min(max_distance as u32);
+        let below = kernels::hamming_below_fn();
+        let keep = pool.saturating_mul(KEPT_POOLS);
+        let kept = self
+            .codes
+            .par_chunks(words * CHUNK_ROWS)
+            .enumerate()
+            .fold(
+                || Kept::new(limit, max_distance),
+                |mut kept, (chunk, codes)| {
+                    let first = chunk * CHUNK_ROWS;
+                    let admit = kept.admit;
+                    below(codes, q_code, admit, &mut |row, d| {
+                        kept.push((first + row) as u32, d)
+                    });
+                    // Amortized: tighten once the task holds twice the rows.
+                    if kept.rows.len() >= 2 * keep {
+                        kept.tighten_keeping_ties(keep);
+                    }
+                    kept
+                },
+            )
+            .reduce(|| Kept::new(limit, max_distance), Kept::then);
+        // The tasks together hold many pools; ordering only the nearest
+        // costs a pass instead of a sort of all.
+        let mut kept = kept;
+        kept.tighten_keeping_ties(keep);
+        let complete = kept.admit > limit;
+        let mut near: Vec<(u32, u32)> = kept
+            .rows
+            .into_iter()
+            .zip(kept.distances)
+            .filter(|(_, d)| *d < kept.admit)
+            .collect();
+        near.sort_unstable_by_key(|&(row, d)| (d, row));
+        let mut taken: Vec<u32> = Vec::with_capacity(pool.min(near.len()));
+        for (row, _) in near {
+            if taken.len() == pool {
+                break;
+            }
+            if accept(self.owners[row as usize]) {
+                taken.push(row);
+            }
+        }
+        if taken.len() < pool && !complete {
+            return None;
+        }
+        taken.sort_unstable();
+        Some(taken)
+    }
+
     /// [`VectorSet::nearest_many`]'s full code pass (every row, no lists)
     /// for a batch: the same hits as [`VectorSet::nearest`] query by query.
     pub(super) fn full_pass_batch<F>(
@@ -273,6 +390,57 @@ mod tests {
         let accept =
             |q: usize, owner: usize| owner != (q * 7) % 3_000 && !(owner + q).is_multiple_of(3);
         assert_batch_matches_single(&set, &queries, 4, scan, accept);
+    }
+
+    /// The one-pass selection against the histogram of every row's
+    /// distance, over filters that take all, most, a few, one or no rows,
+    /// and pools from a few rows to more than the filter takes.
+    fn assert_pass_picks_what_every_distance_picks(set: &VectorSet, queries: &[Vec<f32>]) {
+        let filters: [&(dyn Fn(usize) -> bool + Sync); 5] = [
+            &|_| true,
+            &|owner| !owner.is_multiple_of(5),
+            &|owner| owner.is_multiple_of(97),
+            &|owner| owner == 1_234,
+            &|_| false,
+        ];
+        let bounds = [u32::MAX, sign_distance_bound(0.5, set.dim)];
+        for query in queries {
+            let code = sign_code(query, set.words);
+            for (f, accept) in filters.iter().enumerate() {
+                for pool in [3, 100, 1_000] {
+                    for limit in bounds {
+                        let every = set.closest_by_histogram(&code, limit, pool, accept);
+                        let pass = set.closest_in_pass(&code, limit, pool, accept);
+                        if f == 0 && limit == u32::MAX {
+                            assert!(pass.is_some(), "a filter that takes all needs one pass");
+                        }
+                        let pass = pass.unwrap_or_else(|| every.clone());
+                        assert_eq!(pass, every, "filter {f}, pool {pool}, limit {limit}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn one_pass_keeps_the_rows_that_every_rows_distance_would_pick() {
+        // 384 dimensions (6-word codes, the AVX-512 loop where the CPU has
+        // it) and 48 (one word), over several tasks' rows.
+        for dim in [384, 48] {
+            let vectors = clustered(4 * CHUNK_ROWS + 777, 300, dim);
+            let set = filled(&vectors, dim);
+            let mut queries: Vec<Vec<f32>> = vectors.iter().step_by(2_999).cloned().collect();
+            queries.push(unit(77_777, dim));
+            assert_pass_picks_what_every_distance_picks(&set, &queries);
+        }
+        // Copies of a few directions: long runs of ties across tasks.
+        let dim = 64;
+        let directions: Vec<Vec<f32>> = (0..6).map(|s| unit(s, dim)).collect();
+        let mut set = VectorSet::new(dim);
+        for row in 0..3 * CHUNK_ROWS + 300 {
+            set.push(row, &directions[(row * 7) % directions.len()]);
+        }
+        assert_pass_picks_what_every_distance_picks(&set, &directions);
     }
 
     #[test]
