@@ -447,15 +447,21 @@ pub(crate) fn dot_fn() -> Dot {
     dot_portable
 }
 
-/// The fastest Hamming-distance loop this CPU runs.
-pub(crate) fn hamming_fn() -> Hamming {
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx512f")
+/// Whether this CPU runs the AVX-512 loops over row-major codes (byte
+/// permutes, bit counts of 64-bit lanes).
+#[cfg(target_arch = "x86_64")]
+fn has_avx512_counts() -> bool {
+    std::is_x86_feature_detected!("avx512f")
         && std::is_x86_feature_detected!("avx512bw")
         && std::is_x86_feature_detected!("avx512vbmi")
         && std::is_x86_feature_detected!("avx512vpopcntdq")
         && std::is_x86_feature_detected!("popcnt")
-    {
+}
+
+/// The fastest Hamming-distance loop this CPU runs.
+pub(crate) fn hamming_fn() -> Hamming {
+    #[cfg(target_arch = "x86_64")]
+    if has_avx512_counts() {
         // SAFETY: only called on a CPU with these features, checked just above.
         return |c, q, o| unsafe { hamming_avx512(c, q, o) };
     }
@@ -470,12 +476,7 @@ pub(crate) fn hamming_fn() -> Hamming {
 /// The fastest [`HammingBelow`] this CPU runs.
 pub(crate) fn hamming_below_fn() -> HammingBelow {
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx512f")
-        && std::is_x86_feature_detected!("avx512bw")
-        && std::is_x86_feature_detected!("avx512vbmi")
-        && std::is_x86_feature_detected!("avx512vpopcntdq")
-        && std::is_x86_feature_detected!("popcnt")
-    {
+    if has_avx512_counts() {
         // SAFETY: only called on a CPU with these features, checked just above.
         return |c, q, b, n| unsafe { hamming_below_avx512(c, q, b, n) };
     }
