@@ -167,7 +167,7 @@ impl VectorSet {
         let limit = limit.min(max_distance as u32);
         let below = kernels::hamming_below_fn();
         let keep = pool.saturating_mul(KEPT_POOLS);
-        let kept = self
+        let mut kept = self
             .codes
             .par_chunks(words * CHUNK_ROWS)
             .enumerate()
@@ -189,7 +189,6 @@ impl VectorSet {
             .reduce(|| Kept::new(limit, max_distance), Kept::then);
         // The tasks together hold many pools; ordering only the nearest
         // costs a pass instead of a sort of all.
-        let mut kept = kept;
         kept.tighten_keeping_ties(keep);
         let complete = kept.admit > limit;
         let mut near: Vec<(u32, u32)> = kept
