@@ -131,23 +131,33 @@ impl Kept {
     }
 }
 
-/// Rows one query's pass keeps per task before it tightens, in pools: the
-/// filter is asked only about kept rows, nearest first, and when it turns
-/// away so many that these do not fill the pool the pass is redone
-/// storing every row's distance.
+/// Rows one query's pass keeps per task before it tightens, in pools, over
+/// the share of rows the filter takes: the filter is asked only about kept
+/// rows, nearest first, and when it turns away so many that these do not
+/// fill the pool the pass is redone storing every row's distance.
 const KEPT_POOLS: usize = 2;
+/// Rows, spread evenly over the set, the filter is asked about before a
+/// one-pass scan: the share it takes sizes the rows each task keeps.
+const SHARE_SAMPLE: usize = 256;
+/// Below this share taken in the sample, the scan stores every row's
+/// distance at once (`closest_by_histogram`, which asks the filter about
+/// rows in order of distance until the pool is full): a recall that reads
+/// a small bank of a large tenant would otherwise pass over it twice.
+const MIN_ONE_PASS_SHARE: f64 = 0.125;
 
 impl VectorSet {
     /// The `pool` rows closest to `q_code` within `limit` whose owner
     /// `accept` takes (ties in row order), in row order, from one pass over
     /// every row's code that keeps, per task, only the rows within its
     /// running cut-off (nothing per row is stored). None when the filter
+    /// takes less than [`MIN_ONE_PASS_SHARE`] of a sample of the rows, or
     /// turned away so many kept rows that they cannot say which rows fill
     /// the pool.
     ///
     /// Every row nearer than the smallest cut-off `c` any task reached is
     /// kept: a task's cut-off only falls, and it drops only rows at or
-    /// beyond it. The task that reached `c` holds twice the pool below it.
+    /// beyond it. The task that reached `c` holds at least twice the pool
+    /// below it.
     /// So the first `pool` accepted rows below `c`, nearest first, are the
     /// first `pool` accepted rows of all, and when the filter takes fewer
     /// than `pool` of them and some task did tighten, rows at `c` or beyond
@@ -166,7 +176,18 @@ impl VectorSet {
         let max_distance = words * 64;
         let limit = limit.min(max_distance as u32);
         let below = kernels::hamming_below_fn();
-        let keep = pool.saturating_mul(KEPT_POOLS);
+        let step = (self.len() / SHARE_SAMPLE).max(1);
+        let (asked, took) = (0..self.len())
+            .step_by(step)
+            .take(SHARE_SAMPLE)
+            .fold((0usize, 0usize), |(asked, took), row| {
+                (asked + 1, took + usize::from(accept(self.owners[row])))
+            });
+        let share = took as f64 / asked.max(1) as f64;
+        if share < MIN_ONE_PASS_SHARE {
+            return None;
+        }
+        let keep = (pool.saturating_mul(KEPT_POOLS) as f64 / share).ceil() as usize;
         let mut kept = self
             .codes
             .par_chunks(words * CHUNK_ROWS)
