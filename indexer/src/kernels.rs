@@ -513,15 +513,22 @@ mod tests {
         }
     }
 
+    /// `rows` codes of `words` words with bits spread over every word, and
+    /// a query of as many words.
+    fn scattered_codes(words: usize, rows: usize) -> (Vec<u64>, Vec<u64>) {
+        let codes = (0..(words * rows) as u64)
+            .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29) ^ (i << 3))
+            .collect();
+        let q = (0..words as u64).map(|i| !(i * 0x0F0F_1234_5678)).collect();
+        (codes, q)
+    }
+
     #[test]
     fn six_word_codes_count_alike_for_every_number_of_rows() {
         // Eight rows at a time in the AVX-512 loop, the rest row by row:
         // every count of rows from none to three blocks and a part, and an
         // output shorter than the codes.
-        let codes: Vec<u64> = (0..6 * 29u64)
-            .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29) ^ (i << 3))
-            .collect();
-        let q: Vec<u64> = (0..6u64).map(|i| !(i * 0x0F0F_1234_5678)).collect();
+        let (codes, q) = scattered_codes(6, 29);
         for rows in 0..=29 {
             let (mut fast, mut plain) = (vec![0u32; rows], vec![0u32; rows]);
             super::hamming_fn()(&codes[..6 * rows], &q, &mut fast);
@@ -540,10 +547,7 @@ mod tests {
         // row) and 5-word ones (row by row), every count of rows from none
         // to three blocks and a part, bounds from none kept to all kept.
         for words in [6usize, 5] {
-            let codes: Vec<u64> = (0..words as u64 * 29)
-                .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29) ^ (i << 3))
-                .collect();
-            let q: Vec<u64> = (0..words as u64).map(|i| !(i * 0x0F0F_1234_5678)).collect();
+            let (codes, q) = scattered_codes(words, 29);
             let mut all = vec![0u32; 29];
             super::hamming_portable(&codes, &q, &mut all);
             let mut sorted = all.clone();

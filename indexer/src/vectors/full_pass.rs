@@ -23,7 +23,7 @@
 
 use rayon::prelude::*;
 
-use super::{Hits, ScanConfig, VectorSet, at_least, closest};
+use super::{Hits, ScanConfig, VectorSet, at_least, closest, closest_filtered};
 use crate::blocks::CHUNK_ROWS;
 use crate::codes::{sign_code, sign_distance_bound};
 use crate::kernels;
@@ -233,6 +233,55 @@ impl VectorSet {
         }
         taken.sort_unstable();
         Some(taken)
+    }
+
+    /// The `pool` rows closest to `q_code` whose owner `accept` takes (ties
+    /// in row order), from every row's distance: what
+    /// [`VectorSet::closest_in_pass`] gives, for the filters that reject
+    /// too many of the rows that pass keeps.
+    pub(super) fn closest_by_histogram<F>(
+        &self,
+        q_code: &[u64],
+        limit: u32,
+        pool: usize,
+        accept: &F,
+    ) -> Vec<u32>
+    where
+        F: Fn(usize) -> bool + Sync,
+    {
+        let words = self.words;
+        let hamming = kernels::hamming_fn();
+        // Every row's distance (u32::MAX beyond the limit) and how
+        // many rows lie at each distance, counted while the chunk
+        // is in cache: no per-row tuples over the whole tenant, and
+        // the filter is asked later, about the nearest rows only.
+        let max_distance = words * 64;
+        let mut distances = vec![0u32; self.len()];
+        let histogram = distances
+            .par_chunks_mut(CHUNK_ROWS)
+            .zip(self.codes.par_chunks(words * CHUNK_ROWS))
+            .fold(
+                || vec![0usize; max_distance + 1],
+                |mut histogram, (out, codes)| {
+                    hamming(codes, q_code, out);
+                    for d in out.iter_mut() {
+                        if *d > limit {
+                            *d = u32::MAX;
+                        } else {
+                            histogram[(*d as usize).min(max_distance)] += 1;
+                        }
+                    }
+                    histogram
+                },
+            )
+            .reduce(
+                || vec![0usize; max_distance + 1],
+                |mut a, b| {
+                    a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+                    a
+                },
+            );
+        closest_filtered(&distances, &histogram, pool, |row| accept(self.owners[row]))
     }
 
     /// [`VectorSet::nearest_many`]'s full code pass (every row, no lists)
