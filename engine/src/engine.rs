@@ -18,7 +18,7 @@ use crate::event::Event;
 use crate::footprint::MemoryUse;
 use crate::memory::{Memory, NewMemory, Remembered};
 use crate::recall_path::RecallBuilder;
-use crate::state::{State, to_ms};
+use crate::state::{DerivedBatch, State, to_ms};
 use crate::validate;
 use crate::write_policy::{Guarded, PARALLEL_PREPARE_FROM, Prepared, decide, prepare};
 
@@ -619,7 +619,7 @@ impl Engine {
                 t.memories
                     .iter()
                     .enumerate()
-                    .filter(|(_, m)| m.is_active() && bank.is_none_or(|b| *m.row.bank == *b))
+                    .filter(|&(i, m)| m.is_active() && bank.is_none_or(|b| t.bank_of(i) == b))
                     .map(|(i, _)| t.view(i))
                     .collect()
             })
@@ -697,7 +697,11 @@ impl Engine {
         for t in state.tenants.values() {
             status.memories += t.memories.len();
             status.active += t.memories.iter().filter(|m| m.is_active()).count();
-            status.without_vector += t.memories.iter().filter(|m| m.vector_row.is_none()).count();
+            status.without_vector += t
+                .memories
+                .iter()
+                .filter(|m| m.vector_row().is_none())
+                .count();
         }
         Ok(status)
     }
@@ -794,7 +798,7 @@ async fn read_elided_vectors(store: &Store, state: &mut State) -> Result<()> {
 /// channel holds [`FOLD_QUEUE`] batches, so the open still never holds
 /// every row at once.
 struct Fold {
-    sender: Option<std::sync::mpsc::SyncSender<Vec<Record>>>,
+    sender: Option<std::sync::mpsc::SyncSender<DerivedBatch>>,
     thread: std::thread::JoinHandle<(State, FoldTimes)>,
     /// How long the store waited for the fold to take a batch.
     store_waited: std::time::Duration,
@@ -815,18 +819,18 @@ const FOLD_QUEUE: usize = 2;
 
 impl Fold {
     fn start(dim: usize, data: std::path::PathBuf, from: usize, elided: bool) -> Result<Fold> {
-        let (sender, batches) = std::sync::mpsc::sync_channel::<Vec<Record>>(FOLD_QUEUE);
+        let (sender, batches) = std::sync::mpsc::sync_channel::<DerivedBatch>(FOLD_QUEUE);
         let thread = std::thread::Builder::new()
             .name("recall-open-fold".into())
             .spawn(move || {
                 let mut state = State::opening(dim, elided);
                 let mut times = FoldTimes::default();
                 let mut since = Instant::now();
-                while let Ok(records) = batches.recv() {
+                while let Ok(batch) = batches.recv() {
                     let folding = Instant::now();
                     times.waiting += folding - since;
-                    crate::derived::prepare_new_tenants(&data, &mut state, &records, from);
-                    state.apply_all(records);
+                    crate::derived::prepare_new_tenants(&data, &mut state, batch.records(), from);
+                    state.apply_derived(batch, Vec::new());
                     let mapping = Instant::now();
                     crate::derived::map_vector_blocks(&data, &mut state, from);
                     since = Instant::now();
@@ -843,13 +847,15 @@ impl Fold {
         })
     }
 
-    /// Hands a batch of records to the fold (waits while it is
-    /// [`FOLD_QUEUE`] batches behind). A fold that has stopped (it
-    /// panicked) is reported by [`Fold::finish`].
+    /// Derives a batch of records and hands it to the fold (waits while
+    /// it is [`FOLD_QUEUE`] batches behind). Deriving here keeps the fold's
+    /// thread, the longer half of an open, to the work that needs order. A
+    /// fold that has stopped (it panicked) is reported by [`Fold::finish`].
     fn take(&mut self, records: Vec<Record>) {
         if let Some(sender) = &self.sender {
+            let batch = DerivedBatch::of(records);
             let sending = Instant::now();
-            let _ = sender.send(records);
+            let _ = sender.send(batch);
             self.store_waited += sending.elapsed();
         }
     }

@@ -85,8 +85,9 @@ impl Engine {
                         .map(|t| {
                             t.memories
                                 .iter()
-                                .filter(|m| *m.row.bank == **bank)
-                                .map(|m| m.id)
+                                .enumerate()
+                                .filter(|&(i, _)| t.bank_of(i) == bank.as_str())
+                                .map(|(_, m)| m.id)
                                 .collect()
                         })
                         .unwrap_or_default();

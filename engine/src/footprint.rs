@@ -86,17 +86,15 @@ fn tenant_use(t: &TenantState) -> MemoryUse {
 /// The heap one memory's fields point to (its struct is counted apart).
 fn memory_heap(m: &MemoryState) -> usize {
     let r = &m.row;
-    let optional = |s: &Option<String>| s.as_ref().map_or(0, String::capacity);
-    // The tenant and bank names are shared (counted once per tenant).
+    let optional = |s: &Option<Box<str>>| s.as_ref().map_or(0, |s| s.len());
+    let list = |l: &[Box<str>]| size_of_val(l) + l.iter().map(|s| s.len()).sum::<usize>();
+    // The tenant and bank names are the tenant's (counted once per tenant).
     let strings = optional(&r.title)
-        + r.content.capacity()
-        + r.elements.capacity() * size_of::<String>()
-        + r.elements.iter().map(String::capacity).sum::<usize>()
+        + r.content.len()
+        + list(&r.elements)
         + optional(&r.agent)
         + optional(&r.session_id);
     strings
-        + m.links.capacity() * size_of::<String>()
-        + m.links.iter().map(String::capacity).sum::<usize>()
         + m.usage.sessions().map_or(0, |s| {
             size_of::<crate::state::Sessions>() + set_bytes(&s.dealt) + set_bytes(&s.cited)
         })
@@ -111,6 +109,7 @@ fn memory_heap(m: &MemoryState) -> usize {
         + m.relations.as_deref().map_or(0, |r| {
             let ids = |v: &Vec<uuid::Uuid>| v.capacity() * size_of::<uuid::Uuid>();
             size_of::<crate::state::Relations>()
+                + list(&r.links)
                 + ids(&r.derived_from)
                 + ids(&r.linked)
                 + r.proposal.as_ref().map_or(0, |p| {

@@ -267,7 +267,7 @@ impl Engine {
             .map(|t| {
                 t.memories
                     .iter()
-                    .filter(|m| m.is_active() && m.row.elements.iter().any(|e| e == element))
+                    .filter(|m| m.is_active() && m.row.elements.iter().any(|e| **e == *element))
                     .filter(|m| t.drifted(m))
                     .map(|m| m.id)
                     .collect()
@@ -284,10 +284,9 @@ impl Engine {
             .tenant(tenant)
             .and_then(|t| {
                 let m = t.get(&id)?;
-                let vector = t.vectors.row(m.vector_row?)?.to_vec();
+                let vector = t.vectors.row(m.vector_row()?)?.to_vec();
                 let mut sentences: Vec<Vec<f32>> = m
-                    .sentence_rows
-                    .clone()
+                    .sentence_rows()
                     .filter_map(|row| t.sentences.row(row).map(<[f32]>::to_vec))
                     .collect();
                 // Written under other sentence rules (an older version):
@@ -359,8 +358,8 @@ impl Engine {
                     .flat_map(|(name, t)| {
                         t.memories
                             .iter()
-                            .filter(|m| m.vector_row.is_none())
-                            .map(move |m| (name.clone(), m.id, m.row.content.clone()))
+                            .filter(|m| m.vector_row().is_none())
+                            .map(move |m| (name.clone(), m.id, m.row.content.to_string()))
                     })
                     .filter(|(_, id, _)| !attempted.contains(id))
                     .take(BATCH)

@@ -124,12 +124,12 @@ pub(crate) fn plan_accept(
             return Ok(plan);
         }
         if let Some(title) = &m.row.title
-            && let Some(&holder) = t.titles.get(title)
+            && let Some(&holder) = t.titles.get(&**title)
             && holder != index
             && !targets.contains(&holder)
         {
             return Err(Error::TitleTaken {
-                title: title.clone(),
+                title: title.to_string(),
                 id: t.memories[holder].id,
             });
         }
@@ -152,7 +152,7 @@ fn nearest_active(t: &TenantState, index: usize, write: &WriteConfig) -> Option<
     let m = &t.memories[index];
     let bank = t.meta[index].bank_id;
     let keep = |j: usize| j != index && t.meta[j].active && t.meta[j].bank_id == bank;
-    match m.vector_row.and_then(|row| t.vectors.row(row)) {
+    match m.vector_row().and_then(|row| t.vectors.row(row)) {
         Some(v) => near_copies(t, &[v], write, |_, j| keep(j))
             .into_iter()
             .next()
@@ -340,7 +340,7 @@ impl Engine {
                     Some(old) => t.by_id.get(old).copied(),
                     None => nearest_active(t, i, write).map(|(j, _)| j),
                 };
-                let vector = |k: usize| t.vectors.row(t.memories[k].vector_row?);
+                let vector = |k: usize| t.vectors.row(t.memories[k].vector_row()?);
                 PendingProposal {
                     memory: t.view(i),
                     cosine: against.and_then(|j| Some(recall_indexer::dot(vector(i)?, vector(j)?))),

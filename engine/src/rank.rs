@@ -206,7 +206,7 @@ fn merge(
     if let Some(q) = query.vector {
         for (i, (cos, _)) in candidates.iter_mut() {
             if cos.is_none()
-                && let Some(row) = tenant.memories[*i].vector_row
+                && let Some(row) = tenant.memories[*i].vector_row()
             {
                 *cos = tenant.vectors.row(row).map(|v| dot(v, q));
             }
@@ -433,7 +433,7 @@ fn same_thing(tenant: &TenantState, a: usize, b: usize) -> bool {
             .row
             .title
             .as_ref()
-            .is_some_and(|t| m.links.iter().any(|l| l == t))
+            .is_some_and(|t| m.links().iter().any(|l| l == t))
     };
     ma.kind == mb.kind && !names(ma, mb) && !names(mb, ma)
 }
@@ -577,7 +577,7 @@ mod tests {
         Found {
             nearest: (0..tenant.memories.len())
                 .map(|i| {
-                    let row = tenant.memories[i].vector_row.unwrap();
+                    let row = tenant.memories[i].vector_row().unwrap();
                     (i, dot(tenant.vectors.row(row).unwrap(), &query))
                 })
                 .collect(),

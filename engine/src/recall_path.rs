@@ -237,10 +237,12 @@ impl RecallBuilder {
         let m = &tenant.memories[i];
         let config = self.scoring_config();
         self.kinds.as_ref().is_none_or(|k| k.contains(&m.kind))
-            && self
-                .elements
-                .as_ref()
-                .is_none_or(|els| m.row.elements.iter().any(|e| els.contains(e)))
+            && self.elements.as_ref().is_none_or(|els| {
+                m.row
+                    .elements
+                    .iter()
+                    .any(|e| els.iter().any(|x| **x == **e))
+            })
             && self
                 .observed_from
                 .is_none_or(|f| m.row.observed_at_ms >= to_ms(f))

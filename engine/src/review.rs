@@ -146,7 +146,7 @@ impl Engine {
             if m.trust == Trust::Quarantined {
                 queue.quarantined.push(t.view(i));
             }
-            if t.session_ended(m) {
+            if t.session_ended(i) {
                 queue.session_ended.push(t.view(i));
             }
         }
@@ -160,16 +160,16 @@ impl Engine {
             .iter()
             .enumerate()
             .rev()
-            .filter(|(_, m)| m.is_active() && m.vector_row.is_some())
+            .filter(|(_, m)| m.is_active() && m.vector_row().is_some())
             .take(SIMILAR_SCAN_LIMIT)
-            .filter_map(|(i, m)| Some((i, t.vectors.row(m.vector_row?)?)))
+            .filter_map(|(i, m)| Some((i, t.vectors.row(m.vector_row()?)?)))
             .collect();
         let queries: Vec<&[f32]> = recent.iter().map(|(_, v)| *v).collect();
         // The write path's question ("which stored memories are in the
         // similar band of this one?"), asked after the fact.
         let neighbours = near_copies(t, &queries, write, |q, j| {
             let i = recent[q].0;
-            j != i && t.memories[j].is_active() && t.memories[j].row.bank == t.memories[i].row.bank
+            j != i && t.memories[j].is_active() && t.meta[j].bank_id == t.meta[i].bank_id
         });
         for (&(i, _), (near, _)) in recent.iter().zip(neighbours) {
             for (j, cos) in near {
@@ -247,7 +247,7 @@ impl Engine {
                 if named[..k].contains(e) {
                     continue;
                 }
-                for &i in slots.get(e.as_str()).into_iter().flatten() {
+                for &i in slots.get(&**e).into_iter().flatten() {
                     let s = &mut summaries[i];
                     s.memories += 1;
                     s.pitfalls += usize::from(m.kind == Kind::Pitfall);

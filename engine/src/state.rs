@@ -24,21 +24,81 @@ pub(crate) use rare::{Relations, Screened, Screening, Sessions, Usage};
 /// Batches at least this large derive their rows' text fields in parallel.
 const PARALLEL_DERIVE_FROM: usize = 64;
 
-/// What a memory row's state derives from its content.
+/// What a memory row's state derives from its text: the work per row that
+/// needs no other row, so it can run in parallel and off the thread that
+/// folds ([`DerivedBatch`]).
 struct Derived {
+    /// The row's id, kind, source and trust, parsed (None: one of them is
+    /// not readable by this engine).
+    parsed: Option<(Uuid, Kind, Source, Trust)>,
     folded_hash: u64,
     links: Vec<String>,
 }
 
 impl Derived {
     fn of(row: &MemoryRow) -> Derived {
+        let parsed = (
+            Uuid::parse_str(&row.id),
+            Kind::from_str(&row.kind),
+            Source::from_str(&row.source),
+            Trust::from_str(&row.trust),
+        );
         Derived {
+            parsed: match parsed {
+                (Ok(id), Ok(kind), Ok(source), Ok(trust)) => Some((id, kind, source, trust)),
+                _ => None,
+            },
             folded_hash: crate::validate::folded_hash(&crate::validate::normalized_text(
                 &row.content,
             )),
             links: parse_links(&row.content),
         }
     }
+}
+
+/// Records with what their memory rows derive ([`Derived`]), derived before
+/// the state is locked: an open derives the next batch on the thread that
+/// reads the store while the fold's thread applies the one before.
+pub(crate) struct DerivedBatch {
+    records: Vec<Record>,
+    derived: Vec<Option<Derived>>,
+}
+
+impl DerivedBatch {
+    /// Derives `records`' memory rows, in parallel for large batches.
+    pub(crate) fn of(records: Vec<Record>) -> DerivedBatch {
+        let derive = |record: &Record| match record {
+            Record::Memory(row) => Some(Derived::of(row)),
+            Record::Event(_) | Record::Vector(_) => None,
+        };
+        let derived = if records.len() >= PARALLEL_DERIVE_FROM {
+            records.par_iter().map(derive).collect()
+        } else {
+            records.iter().map(derive).collect()
+        };
+        DerivedBatch { records, derived }
+    }
+
+    /// The records, in order.
+    pub(crate) fn records(&self) -> &[Record] {
+        &self.records
+    }
+}
+
+/// `list` boxed at its length. Collected in place, a row's list would keep
+/// the capacity it was read with (four for one element) and be shrunk by a
+/// reallocation per row: a tenth of an open's fold at 1M.
+fn boxed_list(list: Vec<String>) -> Box<[Box<str>]> {
+    let mut boxed = Vec::with_capacity(list.len());
+    boxed.extend(list.into_iter().map(String::into_boxed_str));
+    boxed.into_boxed_slice()
+}
+
+/// A vector set's row as a memory keeps it. The vector sets count their
+/// rows in `u32` themselves, so a row past `u32::MAX` cannot exist; were one
+/// asked for, `u32::MAX` names no row, and the memory reads as vectorless.
+fn row_u32(row: usize) -> u32 {
+    u32::try_from(row).unwrap_or(u32::MAX)
 }
 
 pub(crate) fn to_ms(t: DateTime<Utc>) -> i64 {
@@ -53,24 +113,23 @@ pub(crate) fn from_ms(ms: i64) -> DateTime<Utc> {
 
 /// What a memory's row said when it was written, as the engine keeps it
 /// after the open: the row's id, kind, source and trust are kept typed in
-/// [`MemoryState`], its vectors in the tenant's vector sets, and the
-/// tenant and bank names are shared by the tenant's memories instead of
-/// copied into each (at a million memories the row's copies were about a
+/// [`MemoryState`], its vectors in the tenant's vector sets, its tenant
+/// and bank by the tenant (the bank interned in [`RowMeta`]), and when it
+/// expires in [`RowMeta`] too. Its text is boxed rather than growable, a
+/// `Box<str>` being 16 bytes to a `String`'s 24: the open folds a million
+/// of these, and the kernel zeroes every page they land on first (at a
+/// million memories the row's copies of the tenant and bank were about a
 /// third of the memories' bytes).
 #[derive(Debug, Clone)]
 pub(crate) struct WrittenRow {
-    pub(crate) tenant: Arc<str>,
-    pub(crate) bank: Arc<str>,
-    pub(crate) title: Option<String>,
-    pub(crate) content: String,
-    pub(crate) elements: Vec<String>,
-    pub(crate) agent: Option<String>,
-    pub(crate) session_id: Option<String>,
+    pub(crate) title: Option<Box<str>>,
+    pub(crate) content: Box<str>,
+    pub(crate) elements: Box<[Box<str>]>,
+    pub(crate) agent: Option<Box<str>>,
+    pub(crate) session_id: Option<Box<str>>,
     pub(crate) confidence: f32,
     pub(crate) observed_at_ms: i64,
     pub(crate) created_at_ms: i64,
-    pub(crate) expires_at_ms: Option<i64>,
-    pub(crate) supersedes: Option<Uuid>,
 }
 
 /// One memory with its mutable counters.
@@ -89,22 +148,40 @@ pub(crate) struct MemoryState {
     pub(crate) superseded_by: Option<Uuid>,
     /// The sessions it was dealt to and those that cited it (§5).
     pub(crate) usage: Usage,
-    pub(crate) vector_row: Option<usize>,
-    /// Its rows in [`TenantState::sentences`] (empty: none).
-    pub(crate) sentence_rows: std::ops::Range<usize>,
-    /// Titles referenced as `[[Title]]`.
-    pub(crate) links: Vec<String>,
+    /// Its row in [`TenantState::vectors`] ([`MemoryState::vector_row`]);
+    /// `u32`, as a tenant's rows are counted in `u32` elsewhere too.
+    vector_index: Option<u32>,
+    /// Its rows in [`TenantState::sentences`] ([`MemoryState::sentence_rows`]).
+    sentence_span: std::ops::Range<u32>,
     /// The hash of its text folded for dedup when there are no vectors
     /// ([`crate::validate::folded_hash`]).
     pub(crate) folded_hash: u64,
     /// What redaction replaced and why screening quarantined it, if either did.
     pub(crate) screening: Screening,
-    /// What it was made from, what it links to and what it proposes
-    /// ([`Relations`]); boxed, as nearly every memory has none of them.
+    /// What it replaces, what it was made from, what it links to and what
+    /// it proposes ([`Relations`]); boxed, as nearly every memory has none
+    /// of them.
     pub(crate) relations: Option<Box<Relations>>,
 }
 
 impl MemoryState {
+    /// Its row in [`TenantState::vectors`], if it has a vector.
+    pub(crate) fn vector_row(&self) -> Option<usize> {
+        self.vector_index.map(|r| r as usize)
+    }
+
+    fn set_vector_row(&mut self, row: usize) {
+        self.vector_index = Some(row_u32(row));
+    }
+
+    /// Its rows in [`TenantState::sentences`] (empty: none).
+    pub(crate) fn sentence_rows(&self) -> std::ops::Range<usize> {
+        self.sentence_span.start as usize..self.sentence_span.end as usize
+    }
+
+    fn set_sentence_rows(&mut self, rows: std::ops::Range<usize>) {
+        self.sentence_span = row_u32(rows.start)..row_u32(rows.end);
+    }
     /// Neither forgotten nor superseded, nor a proposal held for review.
     pub(crate) fn is_active(&self) -> bool {
         !self.forgotten && self.superseded_by.is_none() && !self.held_back()
@@ -118,6 +195,16 @@ impl MemoryState {
     /// A proposal that waits for a decision.
     pub(crate) fn pending(&self) -> Option<&Proposed> {
         self.proposal().filter(|p| p.is_pending())
+    }
+
+    /// Titles its text references as `[[Title]]`.
+    pub(crate) fn links(&self) -> &[Box<str>] {
+        self.relations.as_deref().map_or(&[], |r| &r.links)
+    }
+
+    /// The memory its row says it replaces.
+    pub(crate) fn supersedes(&self) -> Option<Uuid> {
+        self.relations.as_deref().and_then(|r| r.supersedes)
     }
 
     /// What it proposes, if it is a proposal.
@@ -225,7 +312,7 @@ impl TenantState {
     /// the larger of its whole vector's and its closest sentence's (None
     /// without a vector).
     pub(crate) fn cosine(&self, i: usize, query: &[f32]) -> Option<f32> {
-        let whole = dot(self.vectors.row(self.memories[i].vector_row?)?, query);
+        let whole = dot(self.vectors.row(self.memories[i].vector_row()?)?, query);
         Some(
             self.sentence_cosine(i, query)
                 .map_or(whole, |s| s.max(whole)),
@@ -256,12 +343,12 @@ impl TenantState {
             }
         };
         note(
-            m.vector_row.and_then(|row| self.vectors.row(row)),
+            m.vector_row().and_then(|row| self.vectors.row(row)),
             is_question,
         );
-        if !m.sentence_rows.is_empty() {
+        if !m.sentence_rows().is_empty() {
             // The sentence rows were embedded from these, in this order.
-            for (row, sentence) in m.sentence_rows.clone().zip(sentences(&m.row.content)) {
+            for (row, sentence) in m.sentence_rows().zip(sentences(&m.row.content)) {
                 note(
                     self.sentences.row(row),
                     crate::sentences::is_question(&sentence),
@@ -276,7 +363,7 @@ impl TenantState {
     /// None when it has no vector).
     pub(crate) fn closest_vector(&self, i: usize, query: Option<&[f32]>) -> Option<&[f32]> {
         let whole = self.memories[i]
-            .vector_row
+            .vector_row()
             .and_then(|row| self.vectors.row(row))?;
         Some(
             match query.and_then(|q| Some((q, self.closest_sentence(i, q)?))) {
@@ -289,8 +376,7 @@ impl TenantState {
     /// Memory `i`'s sentence vector closest to `query`, with its cosine.
     fn closest_sentence(&self, i: usize, query: &[f32]) -> Option<(f32, &[f32])> {
         self.memories[i]
-            .sentence_rows
-            .clone()
+            .sentence_rows()
             .filter_map(|row| self.sentences.row(row))
             .map(|v| (dot(v, query), v))
             .reduce(|best, next| if next.0 > best.0 { next } else { best })
@@ -318,7 +404,7 @@ impl TenantState {
         m.row
             .elements
             .iter()
-            .filter_map(|e| self.drift.get(e).copied())
+            .filter_map(|e| self.drift.get(&**e).copied())
             .max()
     }
 
@@ -329,10 +415,17 @@ impl TenantState {
             .is_some_and(|at| at > m.last_confirmed_ms && at > m.drift_ack_ms)
     }
 
-    /// True when the memory lives in the bank of a session that has ended.
-    pub(crate) fn session_ended(&self, m: &MemoryState) -> bool {
-        m.row
-            .bank
+    /// The bank memory `index` lives in.
+    pub(crate) fn bank_of(&self, index: usize) -> &str {
+        self.meta
+            .get(index)
+            .and_then(|meta| self.banks.get(meta.bank_id as usize))
+            .map_or("", |bank| bank)
+    }
+
+    /// True when memory `index` lives in the bank of a session that has ended.
+    pub(crate) fn session_ended(&self, index: usize) -> bool {
+        self.bank_of(index)
             .strip_prefix("session:")
             .is_some_and(|s| self.ended_sessions.contains_key(s))
     }
@@ -341,44 +434,50 @@ impl TenantState {
     pub(crate) fn view(&self, index: usize) -> Memory {
         let m = &self.memories[index];
         let r = &m.row;
+        let text = |s: &Option<Box<str>>| s.as_deref().map(str::to_string);
         Memory {
             id: m.id,
-            tenant: r.tenant.to_string(),
-            bank: r.bank.to_string(),
+            tenant: self.name.to_string(),
+            bank: self.bank_of(index).to_string(),
             kind: m.kind,
-            title: r.title.clone(),
-            content: r.content.clone(),
-            elements: r.elements.clone(),
+            title: text(&r.title),
+            content: r.content.to_string(),
+            elements: r.elements.iter().map(|e| e.to_string()).collect(),
             source: m.source,
             trust: m.trust,
-            agent: r.agent.clone(),
-            session_id: r.session_id.clone(),
+            agent: text(&r.agent),
+            session_id: text(&r.session_id),
             confidence: r.confidence,
             observed_at: from_ms(r.observed_at_ms),
             created_at: from_ms(r.created_at_ms),
             last_confirmed_at: from_ms(m.last_confirmed_ms),
             confirmations: m.confirmations,
-            expires_at: r.expires_at_ms.map(from_ms),
-            supersedes: r.supersedes,
+            expires_at: self
+                .meta
+                .get(index)
+                .map(|meta| meta.expires_at_ms)
+                .filter(|&at| at != i64::MAX)
+                .map(from_ms),
+            supersedes: m.supersedes(),
             superseded_by: m.superseded_by,
             forgotten: m.forgotten,
             impressions: m.impressions(),
             citations: m.citations(),
-            has_vector: m.vector_row.is_some(),
+            has_vector: m.vector_row().is_some(),
             verify: self.drifted(m),
             links: m
-                .links
+                .links()
                 .iter()
                 .map(|title| Link {
-                    title: title.clone(),
-                    id: self.titles.get(title).map(|i| self.memories[*i].id),
+                    title: title.to_string(),
+                    id: self.titles.get(&**title).map(|i| self.memories[*i].id),
                 })
                 // Links by id: named by the other memory's title, or its id.
                 .chain(m.linked().iter().map(|id| {
                     Link {
                         title: self
                             .get(id)
-                            .and_then(|other| other.row.title.clone())
+                            .and_then(|other| other.row.title.as_deref().map(str::to_string))
                             .unwrap_or_else(|| id.to_string()),
                         id: Some(*id),
                     }
@@ -401,17 +500,20 @@ impl TenantState {
     /// written before this one, took that out of recall).
     fn accepted(&mut self, index: usize, by: String) {
         let m = &mut self.memories[index];
-        let Some(p) = m.relations.as_deref_mut().and_then(|r| r.proposal.as_mut()) else {
+        let Some(r) = m.relations.as_deref_mut() else {
+            return;
+        };
+        let Some(p) = r.proposal.as_mut() else {
             return;
         };
         p.status = ProposalStatus::Accepted { by };
-        if let Some(old) = p.supersedes.first() {
-            m.row.supersedes = Some(*old);
+        if let Some(old) = p.supersedes.first().copied() {
+            r.supersedes = Some(old);
         }
         if m.is_active() {
             self.meta[index].active = true;
             if let Some(title) = &self.memories[index].row.title {
-                self.titles.entry(title.clone()).or_insert(index);
+                self.titles.entry(title.to_string()).or_insert(index);
             }
         }
     }
@@ -419,9 +521,9 @@ impl TenantState {
     fn deactivate(&mut self, index: usize) {
         self.meta[index].active = false;
         if let Some(title) = &self.memories[index].row.title
-            && self.titles.get(title) == Some(&index)
+            && self.titles.get(&**title) == Some(&index)
         {
-            self.titles.remove(title);
+            self.titles.remove(&**title);
         }
     }
 }
@@ -496,11 +598,11 @@ impl State {
         let Some(memory) = t.memories.get_mut(index) else {
             return;
         };
-        if memory.vector_row.is_some() || vector.len() != self.dim {
+        if memory.vector_row().is_some() || vector.len() != self.dim {
             return;
         }
         t.vectors.push(index, vector);
-        memory.vector_row = Some(t.vectors.len() - 1);
+        memory.set_vector_row(t.vectors.len() - 1);
         t.without_vector = t.without_vector.saturating_sub(1);
         self.vectors_grew = true;
     }
@@ -573,7 +675,7 @@ impl State {
     /// memory row derives from its text is computed first, in parallel for
     /// large batches: the caller holds the state's write lock meanwhile.
     pub(crate) fn apply_all(&mut self, records: Vec<Record>) {
-        self.apply_placed(records, Vec::new());
+        self.apply_derived(DerivedBatch::of(records), Vec::new());
     }
 
     /// [`State::apply_all`] for records whose vectors' lists the write
@@ -584,17 +686,17 @@ impl State {
         records: Vec<Record>,
         placements: Vec<Option<Placement>>,
     ) {
-        let derive = |record: &Record| match record {
-            Record::Memory(row) => Some(Derived::of(row)),
-            Record::Event(_) | Record::Vector(_) => None,
-        };
-        let derived: Vec<Option<Derived>> = if records.len() >= PARALLEL_DERIVE_FROM {
-            records.par_iter().map(derive).collect()
-        } else {
-            records.iter().map(derive).collect()
-        };
+        self.apply_derived(DerivedBatch::of(records), placements);
+    }
+
+    /// [`State::apply_placed`] for records derived beforehand.
+    pub(crate) fn apply_derived(
+        &mut self,
+        batch: DerivedBatch,
+        placements: Vec<Option<Placement>>,
+    ) {
         let mut placements = placements.into_iter();
-        for (record, derived) in records.into_iter().zip(derived) {
+        for (record, derived) in batch.records.into_iter().zip(batch.derived) {
             let placement = placements.next().flatten();
             match (record, derived) {
                 (Record::Memory(row), Some(derived)) => {
@@ -609,13 +711,7 @@ impl State {
     /// Adds a memory row (rows with unknown kinds or ids are skipped with a
     /// warning: they were written by a newer or damaged engine).
     fn apply_memory(&mut self, mut row: MemoryRow, derived: Derived, placement: Option<Placement>) {
-        let parsed = (
-            Uuid::parse_str(&row.id),
-            Kind::from_str(&row.kind),
-            Source::from_str(&row.source),
-            Trust::from_str(&row.trust),
-        );
-        let (Ok(id), Ok(kind), Ok(source), Ok(trust)) = parsed else {
+        let Some((id, kind, source, trust)) = derived.parsed else {
             tracing::warn!(id = %row.id, "skipping a stored memory this engine cannot read");
             return;
         };
@@ -623,15 +719,18 @@ impl State {
         let Some(tenant) = self.tenant_or_new(&row.tenant) else {
             return;
         };
-        if tenant.by_id.contains_key(&id) {
-            return;
-        }
         let index = tenant.memories.len();
+        // One probe of the largest map per row: taken here, as nothing
+        // below returns before the memory is pushed.
+        let std::collections::hash_map::Entry::Vacant(slot) = tenant.by_id.entry(id) else {
+            return;
+        };
+        slot.insert(index);
         let supersedes = row
             .supersedes
             .as_deref()
             .and_then(|s| Uuid::parse_str(s).ok());
-        if let Some(old) = supersedes
+        if let Some(old) = supersedes.filter(|&old| old != id)
             && let Some(&old_index) = tenant.by_id.get(&old)
         {
             tenant.memories[old_index].superseded_by = Some(id);
@@ -678,11 +777,6 @@ impl State {
                 next
             }
         };
-        let bank = match tenant.banks.get(bank_id as usize) {
-            Some(bank) => Arc::clone(bank),
-            None => Arc::from(row.bank.as_str()),
-        };
-        tenant.by_id.insert(id, index);
         tenant.by_seq.insert(row.seq, index);
         tenant.meta.push(RowMeta {
             bank_id,
@@ -694,21 +788,16 @@ impl State {
         tenant.memories.push(MemoryState {
             id,
             folded_hash: derived.folded_hash,
-            links: derived.links,
             last_confirmed_ms: row.observed_at_ms,
             row: WrittenRow {
-                tenant: Arc::clone(&tenant.name),
-                bank,
-                title: row.title,
-                content: row.content,
-                elements: row.elements,
-                agent: row.agent,
-                session_id: row.session_id,
+                title: row.title.map(String::into_boxed_str),
+                content: row.content.into_boxed_str(),
+                elements: boxed_list(row.elements),
+                agent: row.agent.map(String::into_boxed_str),
+                session_id: row.session_id.map(String::into_boxed_str),
                 confidence: row.confidence,
                 observed_at_ms: row.observed_at_ms,
                 created_at_ms: row.created_at_ms,
-                expires_at_ms: row.expires_at_ms,
-                supersedes,
             },
             kind,
             source,
@@ -718,10 +807,10 @@ impl State {
             forgotten: false,
             superseded_by: None,
             usage: Usage::default(),
-            vector_row,
-            sentence_rows,
+            vector_index: vector_row.map(row_u32),
+            sentence_span: row_u32(sentence_rows.start)..row_u32(sentence_rows.end),
             screening: Screening::default(),
-            relations: None,
+            relations: Relations::of_row(derived.links, supersedes),
         });
     }
 
@@ -735,14 +824,14 @@ impl State {
         else {
             return;
         };
-        if tenant.memories[index].vector_row.is_none() && row.vector.len() == self.dim {
+        if tenant.memories[index].vector_row().is_none() && row.vector.len() == self.dim {
             tenant.vectors.push(index, &row.vector);
-            tenant.memories[index].vector_row = Some(tenant.vectors.len() - 1);
+            tenant.memories[index].set_vector_row(tenant.vectors.len() - 1);
             let first_sentence = tenant.sentences.len();
             for v in row.sentences.iter().filter(|v| v.len() == self.dim) {
                 tenant.sentences.push(index, v);
             }
-            tenant.memories[index].sentence_rows = first_sentence..tenant.sentences.len();
+            tenant.memories[index].set_sentence_rows(first_sentence..tenant.sentences.len());
             tenant.without_vector = tenant.without_vector.saturating_sub(1);
         }
     }
@@ -930,5 +1019,101 @@ mod tests {
         huge.reserve_tenant("t", usize::MAX / 2);
         huge.apply_all(memories(3));
         assert_eq!(huge.tenants["t"].memories.len(), 3);
+    }
+
+    #[test]
+    fn a_folded_row_reads_back_whole_from_the_tenant_it_lives_in() {
+        let mut state = State::opening(4, false);
+        let mut first = test_row(
+            1,
+            "fact",
+            "The [[Gateway]] drops idle sockets.",
+            vec![0.0, 1.0, 0.0, 0.0],
+        );
+        first.bank = "repo:api".into();
+        first.title = Some("Sockets".into());
+        first.elements = vec!["src/net.rs".into(), "src/gateway.rs".into()];
+        first.agent = Some("coder".into());
+        first.session_id = Some("s-7".into());
+        first.confidence = 0.75;
+        first.observed_at_ms = 1_000;
+        first.created_at_ms = 2_000;
+        first.expires_at_ms = Some(9_000);
+        first.sentences = vec![vec![1.0, 0.0, 0.0, 0.0], vec![0.0, 0.0, 1.0, 0.0]];
+        let mut second = test_row(2, "pitfall", "Never retry a 400.", vec![1.0, 0.0, 0.0, 0.0]);
+        second.bank = "session:s-7".into();
+        second.vector = None;
+        let mut third = test_row(3, "pitfall", "Never retry a 4xx.", vec![1.0, 0.0, 0.0, 0.0]);
+        third.supersedes = Some(Uuid::from_u128(2).to_string());
+        state.apply_all(vec![
+            Record::Memory(first),
+            Record::Memory(second),
+            Record::Memory(third),
+        ]);
+        let t = &state.tenants["t"];
+
+        let m = t.view(0);
+        assert_eq!((m.tenant.as_str(), m.bank.as_str()), ("t", "repo:api"));
+        assert_eq!(m.title.as_deref(), Some("Sockets"));
+        assert_eq!(m.content, "The [[Gateway]] drops idle sockets.");
+        assert_eq!(m.elements, ["src/net.rs", "src/gateway.rs"]);
+        assert_eq!(
+            (m.agent.as_deref(), m.session_id.as_deref()),
+            (Some("coder"), Some("s-7"))
+        );
+        assert_eq!(m.confidence, 0.75);
+        assert_eq!(m.expires_at, Some(from_ms(9_000)));
+        assert_eq!(m.links.len(), 1);
+        assert_eq!(m.links[0].title, "Gateway");
+        assert!(m.has_vector);
+        assert_eq!(t.memories[0].vector_row(), Some(0));
+        assert_eq!(t.memories[0].sentence_rows(), 0..2);
+
+        let m = t.view(1);
+        assert_eq!(m.bank, "session:s-7");
+        assert_eq!(m.expires_at, None);
+        assert!(!m.has_vector);
+        assert_eq!(t.memories[1].vector_row(), None);
+        assert!(t.memories[1].sentence_rows().is_empty());
+        assert_eq!((t.bank_of(0), t.bank_of(1)), ("repo:api", "session:s-7"));
+        assert_eq!(m.superseded_by, Some(Uuid::from_u128(3)));
+        assert_eq!(t.view(2).supersedes, Some(Uuid::from_u128(2)));
+        assert_eq!(t.view(0).supersedes, None);
+    }
+
+    #[test]
+    fn a_row_read_twice_or_naming_itself_as_replaced_is_folded_once_and_served() {
+        let mut state = State::opening(4, false);
+        let mut own = test_row(
+            1,
+            "fact",
+            "Builds run on Fridays.",
+            vec![1.0, 0.0, 0.0, 0.0],
+        );
+        own.supersedes = Some(own.id.clone());
+        let mut unreadable = test_row(2, "gossip", "Not a kind.", vec![0.0, 1.0, 0.0, 0.0]);
+        unreadable.id = "not-an-id".into();
+        state.apply_all(vec![
+            Record::Memory(own.clone()),
+            Record::Memory(own),
+            Record::Memory(unreadable),
+        ]);
+        let t = &state.tenants["t"];
+        assert_eq!(t.memories.len(), 1);
+        assert_eq!(t.by_id.len(), 1);
+        assert!(t.memories[0].is_active());
+        assert!(t.meta[0].active);
+    }
+
+    /// The open writes one of these per memory (a million at 1M) into
+    /// pages the kernel zeroes first: a field that grows it past this
+    /// belongs boxed, like [`Relations`], or in the tenant, like the bank.
+    #[test]
+    fn a_memory_s_state_stays_within_its_bytes() {
+        assert!(
+            size_of::<MemoryState>() <= 216,
+            "{} bytes",
+            size_of::<MemoryState>()
+        );
     }
 }

@@ -242,7 +242,9 @@ pub(crate) fn decide(
             .collect();
         let id = Uuid::now_v7();
         let elements = match superseded {
-            Some(old) if item.elements.is_empty() => old.row.elements.clone(),
+            Some(old) if item.elements.is_empty() => {
+                old.row.elements.iter().map(|e| e.to_string()).collect()
+            }
             _ => item.elements.clone(),
         };
         records.push(Record::Memory(MemoryRow {
@@ -493,7 +495,13 @@ fn near_in_store(
             placements[*i] = placement;
             near[*i] = hits
                 .into_iter()
-                .map(|(m, cos)| (t.memories[m].id, t.memories[m].row.title.clone(), cos))
+                .map(|(m, cos)| {
+                    (
+                        t.memories[m].id,
+                        t.memories[m].row.title.as_deref().map(str::to_string),
+                        cos,
+                    )
+                })
                 .collect();
         }
         for (i, bank) in scoped {
@@ -507,12 +515,18 @@ fn near_in_store(
                     .iter()
                     .enumerate()
                     .filter(|(m, memory)| {
-                        (vectorless || memory.vector_row.is_none())
+                        (vectorless || memory.vector_row().is_none())
                             && same_scope(*m, bank, proposing[i])
                             && memory.folded_hash == hash
                             && validate::normalized_text(&memory.row.content) == folded[i]
                     })
-                    .map(|(_, memory)| (memory.id, memory.row.title.clone(), 1.0)),
+                    .map(|(_, memory)| {
+                        (
+                            memory.id,
+                            memory.row.title.as_deref().map(str::to_string),
+                            1.0,
+                        )
+                    }),
             );
         }
     }

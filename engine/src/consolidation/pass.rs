@@ -580,7 +580,7 @@ impl Engine {
         }
         let with_vector: Vec<(usize, &[f32])> = changed
             .iter()
-            .filter_map(|&i| Some((i, t.vectors.row(t.memories[i].vector_row?)?)))
+            .filter_map(|&i| Some((i, t.vectors.row(t.memories[i].vector_row()?)?)))
             .collect();
         let queries: Vec<&[f32]> = with_vector.iter().map(|(_, v)| *v).collect();
         let found = near_copies(t, &queries, write, |q, j| {

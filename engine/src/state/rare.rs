@@ -12,12 +12,29 @@ use crate::memory::{Proposed, Trust};
 /// so a memory without any holds one pointer.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Relations {
+    /// Titles its text references as `[[Title]]`.
+    pub(crate) links: Box<[Box<str>]>,
+    /// The memory its row says it replaces.
+    pub(crate) supersedes: Option<Uuid>,
     /// The memories it was made from ([`crate::NewMemory::derived_from`]).
     pub(crate) derived_from: Vec<Uuid>,
     /// Memories a consolidation linked it to (`Event::Linked`).
     pub(crate) linked: Vec<Uuid>,
     /// What it proposes, when it is a proposal ([`Proposed`]).
     pub(crate) proposal: Option<Proposed>,
+}
+
+impl Relations {
+    /// A new row's relations: boxed only when it has some.
+    pub(crate) fn of_row(links: Vec<String>, supersedes: Option<Uuid>) -> Option<Box<Relations>> {
+        (!links.is_empty() || supersedes.is_some()).then(|| {
+            Box::new(Relations {
+                links: super::boxed_list(links),
+                supersedes,
+                ..Relations::default()
+            })
+        })
+    }
 }
 
 /// The sessions a memory was dealt to and those that cited it. Most
