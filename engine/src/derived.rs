@@ -164,6 +164,16 @@ fn saved_rows(data: &Path, tenant: &str) -> Option<usize> {
     saved_rows_at(&partitions_path(data, tenant, SETS[0]))
 }
 
+/// A tenant's room at an open: its saved partitions' rows and a sixteenth
+/// more. An import and a close save the partitions, so the memories written
+/// after the last save (before a process ended without a close) are not
+/// counted; a tenant that outgrew its room would be copied whole, into
+/// fresh pages, as its last rows are folded, and room never written is
+/// never resident.
+fn with_room_to_grow(rows: usize) -> usize {
+    rows.saturating_add(rows / 16)
+}
+
 /// How many rows the partitions saved at `path` hold, from its header.
 fn saved_rows_at(path: &Path) -> Option<usize> {
     use std::io::Read;
@@ -218,7 +228,7 @@ pub(crate) fn prepare_new_tenants(data: &Path, state: &mut State, records: &[Rec
             continue;
         }
         let rows = saved_rows(data, &row.tenant);
-        state.reserve_tenant(&row.tenant, rows.unwrap_or(0));
+        state.reserve_tenant(&row.tenant, rows.map_or(0, with_room_to_grow));
         // Only the whole vectors: the sentence vectors are read with
         // their rows (rare, and no key names one sentence of several). A
         // tenant below `from` keeps its rows in memory, as it would grow.
