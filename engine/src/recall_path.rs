@@ -241,7 +241,7 @@ impl RecallBuilder {
                 m.row
                     .elements
                     .iter()
-                    .any(|e| els.iter().any(|x| **x == **e))
+                    .any(|e| els.iter().any(|x| x.as_str() == &**e))
             })
             && self
                 .observed_from

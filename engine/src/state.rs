@@ -68,6 +68,22 @@ pub(crate) struct WrittenRow {
     pub(crate) created_at_ms: i64,
 }
 
+impl WrittenRow {
+    /// Its title as the public types hold it.
+    pub(crate) fn owned_title(&self) -> Option<String> {
+        owned(&self.title)
+    }
+
+    /// Its elements as the public types hold them.
+    pub(crate) fn owned_elements(&self) -> Vec<String> {
+        self.elements.iter().map(|e| e.to_string()).collect()
+    }
+}
+
+fn owned(text: &Option<Box<str>>) -> Option<String> {
+    text.as_deref().map(str::to_string)
+}
+
 /// One memory with its mutable counters.
 #[derive(Debug, Clone)]
 pub(crate) struct MemoryState {
@@ -370,19 +386,18 @@ impl TenantState {
     pub(crate) fn view(&self, index: usize) -> Memory {
         let m = &self.memories[index];
         let r = &m.row;
-        let text = |s: &Option<Box<str>>| s.as_deref().map(str::to_string);
         Memory {
             id: m.id,
             tenant: self.name.to_string(),
             bank: self.bank_of(index).to_string(),
             kind: m.kind,
-            title: text(&r.title),
+            title: r.owned_title(),
             content: r.content.to_string(),
-            elements: r.elements.iter().map(|e| e.to_string()).collect(),
+            elements: r.owned_elements(),
             source: m.source,
             trust: m.trust,
-            agent: text(&r.agent),
-            session_id: text(&r.session_id),
+            agent: owned(&r.agent),
+            session_id: owned(&r.session_id),
             confidence: r.confidence,
             observed_at: from_ms(r.observed_at_ms),
             created_at: from_ms(r.created_at_ms),
@@ -413,7 +428,7 @@ impl TenantState {
                     Link {
                         title: self
                             .get(id)
-                            .and_then(|other| other.row.title.as_deref().map(str::to_string))
+                            .and_then(|other| other.row.owned_title())
                             .unwrap_or_else(|| id.to_string()),
                         id: Some(*id),
                     }

@@ -242,9 +242,7 @@ pub(crate) fn decide(
             .collect();
         let id = Uuid::now_v7();
         let elements = match superseded {
-            Some(old) if item.elements.is_empty() => {
-                old.row.elements.iter().map(|e| e.to_string()).collect()
-            }
+            Some(old) if item.elements.is_empty() => old.row.owned_elements(),
             _ => item.elements.clone(),
         };
         records.push(Record::Memory(MemoryRow {
@@ -495,13 +493,7 @@ fn near_in_store(
             placements[*i] = placement;
             near[*i] = hits
                 .into_iter()
-                .map(|(m, cos)| {
-                    (
-                        t.memories[m].id,
-                        t.memories[m].row.title.as_deref().map(str::to_string),
-                        cos,
-                    )
-                })
+                .map(|(m, cos)| (t.memories[m].id, t.memories[m].row.owned_title(), cos))
                 .collect();
         }
         for (i, bank) in scoped {
@@ -520,13 +512,7 @@ fn near_in_store(
                             && memory.folded_hash == hash
                             && validate::normalized_text(&memory.row.content) == folded[i]
                     })
-                    .map(|(_, memory)| {
-                        (
-                            memory.id,
-                            memory.row.title.as_deref().map(str::to_string),
-                            1.0,
-                        )
-                    }),
+                    .map(|(_, memory)| (memory.id, memory.row.owned_title(), 1.0)),
             );
         }
     }
